@@ -1,0 +1,32 @@
+"""Feature keys and audio constants, spelled once.
+
+The WAV ExampleGen writes the RAW keys, the Transform reads them and writes the
+TRANSFORMED keys, the Trainer and Evaluator consume those. Nothing else in the
+project spells these strings.
+"""
+
+SAMPLE_RATE = 16000
+
+# Raw tf.Example features written by the WAV ExampleGen.
+AUDIO = "audio"  # 16 kHz mono PCM16 WAV bytes
+CLEAN_AUDIO = "clean_audio"  # clean reference, same format, where known
+LABEL = "label"
+GROUP = "group"  # speaker / recording group; splits are hashed on it
+SOURCE = "source"  # path relative to input_base
+DURATION_S = "duration_s"
+NOISE_KIND = "noise_kind"
+SNR_DB = "snr_db"
+
+# Optional raw features: absent from some examples.
+OPTIONAL_KEYS = (CLEAN_AUDIO, NOISE_KIND, SNR_DB)
+
+# Transformed features written by the Transform.
+LOG_MEL = "log_mel"
+LABEL_ID = "label_id"
+
+# tft vocabulary of label strings; its index is LABEL_ID.
+LABEL_VOCAB = "label"
+
+# Output keys of the exported model's signatures.
+OUT_PROBABILITIES = "probabilities"
+OUT_LABEL = "label"

@@ -1,0 +1,183 @@
+"""Seeded, deterministic demo data: spoken keywords in synthetic industrial noise.
+
+    python -m pipeline.demo_data --out data/demo --noise-out data/demo_noise
+
+Writes `<out>/<label>/<speaker>.wav` (clean) and `<out>/<label>/<speaker>__<kind>.wav`
+(noisy copies), all 16 kHz mono PCM16, plus an audiofolder `metadata.csv`
+(`file_name,label,group,clean_file_name,noise_kind,snr_db`). Each speaker is an
+espeak-ng voice variant with its own speed and pitch, recorded as the `group`.
+Noise recordings of four kinds (pink, hum, machinery, babble) go to `--noise-out`.
+Speech comes from espeak-ng (Debian package), resampling from soxr; the noise
+synthesis is written here because no package ships industrial noise.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import subprocess
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from typing import Dict, List, Sequence, Tuple
+
+import numpy as np
+import soundfile
+
+from components import audio_io, features
+
+SR = features.SAMPLE_RATE
+WORDS = ("yes", "no", "up", "down", "left", "right", "on", "off", "stop", "go")
+VOICES = ("en-us", "en-gb", "en-gb-scotland", "en-gb-x-rp", "en-029", "en-gb-x-gbclan",
+          "en-gb-x-gbcwmd", "en-us-nyc")
+VARIANTS = ("m1", "m2", "m3", "m4", "m7", "f1", "f2", "f3", "f4", "f5", "klatt", "klatt3")
+NOISE_KINDS = ("pink", "hum", "machinery", "babble")
+BABBLE_TEXT = (
+    "please hold the line while I check the order", "the shipment left the warehouse today",
+    "can you repeat the account number for me", "the conveyor on line three is jammed again",
+    "we will call you back after the shift change", "the invoice was sent last week",
+    "my manager approved the replacement part", "the forklift needs a new battery",
+)
+SPEECH_RMS = 0.05  # clean speech level, about -26 dBFS: mixtures at 0 dB SNR do not clip
+
+
+def speakers(count: int, seed: int) -> List[Tuple[str, str, int, int]]:
+    """(group, voice+variant, words per minute, pitch) for `count` distinct speakers."""
+    rng = np.random.default_rng(seed)
+    combos = [(v, var) for v in VOICES for var in VARIANTS]
+    if count > len(combos):
+        raise ValueError(f"at most {len(combos)} speakers, asked for {count}")
+    order = rng.permutation(len(combos))[:count]
+    out = []
+    for i in order:
+        voice, variant = combos[i]
+        out.append((f"{voice}+{variant}", f"{voice}+{variant}",
+                    int(rng.integers(135, 196)), int(rng.integers(25, 76))))
+    return out
+
+
+def speak(text: str, voice: str, wpm: int, pitch: int) -> np.ndarray:
+    """espeak-ng speech at 16 kHz, silence trimmed, scaled to SPEECH_RMS."""
+    with tempfile.NamedTemporaryFile(suffix=".wav") as tmp:
+        subprocess.run(["espeak-ng", "-v", voice, "-s", str(wpm), "-p", str(pitch), "-w", tmp.name, text],
+                       check=True, capture_output=True)
+        with open(tmp.name, "rb") as f:
+            audio = audio_io.decode_to_mono_16k(f.read())
+    loud = np.flatnonzero(np.abs(audio) > 0.02 * np.abs(audio).max())
+    margin = int(0.05 * SR)
+    audio = audio[max(loud[0] - margin, 0): loud[-1] + margin]
+    return (audio * SPEECH_RMS / np.sqrt(np.mean(audio ** 2))).astype(np.float32)
+
+
+def _pink(rng: np.random.Generator, n: int) -> np.ndarray:
+    spectrum = np.fft.rfft(rng.standard_normal(n))
+    freqs = np.fft.rfftfreq(n, 1 / SR)
+    spectrum /= np.sqrt(np.maximum(freqs, 20.0))  # 1/f power
+    return np.fft.irfft(spectrum, n)
+
+
+def _hum(rng: np.random.Generator, n: int) -> np.ndarray:
+    t = np.arange(n) / SR
+    mains = rng.choice([50.0, 60.0])
+    out = np.zeros(n)
+    for h in range(1, 12):
+        out += rng.uniform(0.2, 1.0) / h * np.sin(2 * np.pi * mains * h * t + rng.uniform(0, 2 * np.pi))
+    hiss = _pink(rng, n)
+    return out + 0.05 * hiss / hiss.std()
+
+
+def _machinery(rng: np.random.Generator, n: int) -> np.ndarray:
+    t = np.arange(n) / SR
+    rate = rng.uniform(8, 30)  # strokes per second
+    envelope = np.maximum(np.sin(2 * np.pi * rate * t), 0) ** 8
+    rumble = np.convolve(rng.standard_normal(n), np.ones(32) / 32, mode="same")
+    whine = np.sin(2 * np.pi * rng.uniform(900, 3000) * t * (1 + 0.01 * np.sin(2 * np.pi * 0.5 * t)))
+    clank = envelope * rng.standard_normal(n)
+    return rumble / rumble.std() + 0.3 * whine + 1.5 * clank / max(clank.std(), 1e-9)
+
+
+def _babble(rng: np.random.Generator, n: int, talkers: Sequence[np.ndarray]) -> np.ndarray:
+    out = np.zeros(n)
+    for _ in range(6):
+        talk = talkers[rng.integers(len(talkers))]
+        start = int(rng.integers(0, n))
+        reps = np.tile(talk, n // len(talk) + 2)
+        out += np.roll(reps[:n], start)
+    return out
+
+
+def make_noise(kind: str, seed: int, seconds: float, talkers: Sequence[np.ndarray]) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    n = int(seconds * SR)
+    noise = {"pink": lambda: _pink(rng, n), "hum": lambda: _hum(rng, n),
+             "machinery": lambda: _machinery(rng, n), "babble": lambda: _babble(rng, n, talkers)}[kind]()
+    return (noise / np.sqrt(np.mean(noise ** 2)) * SPEECH_RMS).astype(np.float32)
+
+
+def mix(clean: np.ndarray, noise: np.ndarray, snr_db: float, rng: np.random.Generator) -> np.ndarray:
+    """clean + a random segment of noise scaled to `snr_db` against the clean signal."""
+    start = int(rng.integers(0, len(noise) - len(clean)))
+    segment = noise[start:start + len(clean)]
+    gain = np.sqrt(np.mean(clean ** 2) / (np.mean(segment ** 2) * 10 ** (snr_db / 10)))
+    noisy = clean + gain * segment
+    if np.abs(noisy).max() >= 1.0:
+        raise ValueError(f"mixture clips at {snr_db:.1f} dB SNR; lower SPEECH_RMS")
+    return noisy
+
+
+def generate(out: str, noise_out: str, num_speakers: int = 48, words: Sequence[str] = WORDS,
+             noisy_per_clean: int = 1, snr_range: Tuple[float, float] = (0.0, 20.0), seed: int = 0,
+             workers: int = 4) -> Dict[str, int]:
+    """Writes the demo data set; the same arguments always write the same files."""
+    spk = speakers(num_speakers, seed)
+    jobs = [(w, s) for s in spk for w in words]
+    with ThreadPoolExecutor(workers) as pool:  # espeak-ng runs as a subprocess
+        clips = list(pool.map(lambda j: speak(j[0], j[1][1], j[1][2], j[1][3]), jobs))
+        talkers = list(pool.map(lambda i: speak(BABBLE_TEXT[i], spk[i % len(spk)][1], 160, 50),
+                                range(len(BABBLE_TEXT))))
+    noises = {}
+    for k, kind in enumerate(NOISE_KINDS):
+        os.makedirs(os.path.join(noise_out, kind), exist_ok=True)
+        noises[kind] = [make_noise(kind, seed * 1000 + k * 10 + i, 10.0, talkers) for i in range(3)]
+        for i, noise in enumerate(noises[kind]):
+            soundfile.write(os.path.join(noise_out, kind, f"{kind}_{i}.wav"), noise, SR, subtype="PCM_16")
+    rows = []
+    rng = np.random.default_rng(seed + 1)
+    for (word, (group, _, _, _)), clean in zip(jobs, clips):
+        os.makedirs(os.path.join(out, word), exist_ok=True)
+        name = group.replace("+", "_")
+        clean_name = f"{word}/{name}.wav"
+        soundfile.write(os.path.join(out, clean_name), clean, SR, subtype="PCM_16")
+        rows.append([clean_name, word, group, "", "", ""])
+        # The noisy copy must be mixed against the clean signal as stored (PCM16).
+        clean_q = soundfile.read(os.path.join(out, clean_name), dtype="float32")[0]
+        for _ in range(noisy_per_clean):
+            kind = NOISE_KINDS[int(rng.integers(len(NOISE_KINDS)))]
+            noise = noises[kind][int(rng.integers(len(noises[kind])))]
+            snr = float(np.round(rng.uniform(*snr_range), 2))
+            noisy_name = f"{word}/{name}__{kind}_{len(rows)}.wav"
+            soundfile.write(os.path.join(out, noisy_name), mix(clean_q, noise, snr, rng), SR, subtype="PCM_16")
+            rows.append([noisy_name, word, group, clean_name, kind, f"{snr:.2f}"])
+    with open(os.path.join(out, "metadata.csv"), "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["file_name", "label", "group", "clean_file_name", "noise_kind", "snr_db"])
+        writer.writerows(rows)
+    return {"files": len(rows), "clean": len(clips), "speakers": len(spk), "words": len(words)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", default="data/demo")
+    parser.add_argument("--noise-out", default="data/demo_noise")
+    parser.add_argument("--speakers", type=int, default=48)
+    parser.add_argument("--words", type=int, default=len(WORDS), help="first N of the 10 keywords")
+    parser.add_argument("--noisy-per-clean", type=int, default=1)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    counts = generate(args.out, args.noise_out, args.speakers, WORDS[:args.words],
+                      args.noisy_per_clean, seed=args.seed)
+    print(f"demo data: {counts['files']} files ({counts['clean']} clean, {counts['speakers']} speakers, "
+          f"{counts['words']} words) in {args.out}; noise in {args.noise_out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,90 @@
+"""`create_pipeline(...)`: the tfx-audio TFX pipeline, for every orchestrator.
+
+WavExampleGen -> StatisticsGen -> ImportSchemaGen -> ExampleValidator -> Transform
+-> Trainer -> (latest blessed model Resolver) -> Evaluator -> Pusher.
+"""
+from __future__ import annotations
+
+import os
+from typing import List, Optional
+
+from ml_metadata.proto import metadata_store_pb2
+from tfx import v1 as tfx
+
+from components.evaluator import make_eval_config
+from components.wav_example_gen import WavExampleGen
+from pipeline.config import PipelineConfig
+
+SCHEMA_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "schemas")
+PREPROCESSING_FN = "components.transform.preprocessing_fn"
+RUN_FN = "components.trainer.run_fn"
+
+
+def create_pipeline(config: PipelineConfig, pipeline_root: Optional[str] = None,
+                    metadata_connection_config: Optional[metadata_store_pb2.ConnectionConfig] = None,
+                    beam_pipeline_args: Optional[List[str]] = None) -> tfx.dsl.Pipeline:
+    """The pipeline for `config`; runners pass their own root, MLMD connection and Beam flags."""
+    data = config.data
+    example_gen = WavExampleGen(
+        input_base=os.path.abspath(data.input_base) if "://" not in data.input_base else data.input_base,
+        file_pattern=data.file_pattern,
+        output_config=tfx.proto.Output(split_config=tfx.proto.SplitConfig(
+            splits=[tfx.proto.SplitConfig.Split(name=name, hash_buckets=buckets)
+                    for name, buckets in data.split_buckets.items()],
+            partition_feature_name="group")),
+        metadata_file=data.metadata_file,
+        max_duration_s=data.max_duration_s,
+        max_reject_fraction=data.max_reject_fraction)
+
+    statistics_gen = tfx.components.StatisticsGen(examples=example_gen.outputs["examples"])
+    schema_gen = tfx.components.ImportSchemaGen(schema_file=os.path.join(SCHEMA_DIR, "schema.pbtxt"))
+    example_validator = tfx.components.ExampleValidator(
+        statistics=statistics_gen.outputs["statistics"], schema=schema_gen.outputs["schema"])
+
+    custom_config = {"config": config.to_dict()}  # rebuilt with PipelineConfig.from_dict
+    transform = tfx.components.Transform(
+        examples=example_gen.outputs["examples"],
+        schema=schema_gen.outputs["schema"],
+        preprocessing_fn=PREPROCESSING_FN,
+        splits_config=tfx.proto.SplitsConfig(analyze=["train"],
+                                             transform=list(data.split_buckets)),
+        custom_config=custom_config,
+        disable_statistics=True)
+
+    trainer = tfx.components.Trainer(
+        run_fn=RUN_FN,
+        examples=transform.outputs["transformed_examples"],
+        transform_graph=transform.outputs["transform_graph"],
+        schema=schema_gen.outputs["schema"],
+        train_args=tfx.proto.TrainArgs(splits=["train"]),
+        eval_args=tfx.proto.EvalArgs(splits=["eval"]),
+        custom_config=custom_config)
+
+    model_resolver = tfx.dsl.Resolver(
+        strategy_class=tfx.dsl.experimental.LatestBlessedModelStrategy,
+        model=tfx.dsl.Channel(type=tfx.types.standard_artifacts.Model),
+        model_blessing=tfx.dsl.Channel(type=tfx.types.standard_artifacts.ModelBlessing),
+    ).with_id("latest_blessed_model_resolver")
+
+    evaluator = tfx.components.Evaluator(
+        examples=example_gen.outputs["examples"],
+        model=trainer.outputs["model"],
+        baseline_model=model_resolver.outputs["model"],
+        example_splits=[config.evaluator.eval_split],
+        eval_config=make_eval_config(config.evaluator))
+
+    pusher = tfx.components.Pusher(
+        model=trainer.outputs["model"],
+        model_blessing=evaluator.outputs["blessing"],
+        push_destination=tfx.proto.PushDestination(
+            filesystem=tfx.proto.PushDestination.Filesystem(
+                base_directory=config.serving_model_dir)))
+
+    return tfx.dsl.Pipeline(
+        pipeline_name=config.name,
+        pipeline_root=pipeline_root or config.pipeline_root,
+        components=[example_gen, statistics_gen, schema_gen, example_validator, transform,
+                    trainer, model_resolver, evaluator, pusher],
+        enable_cache=config.enable_cache,
+        metadata_connection_config=metadata_connection_config,
+        beam_pipeline_args=beam_pipeline_args if beam_pipeline_args is not None else config.beam_args)

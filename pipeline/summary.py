@@ -1,0 +1,106 @@
+"""Reads the outcome of the latest pipeline run from ML Metadata and its artifacts.
+
+Used by the local runner to print its closing summary and by the end-to-end test
+to check what ran; everything comes from MLMD, TFDV statistics and TFMA results.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Dict, List, Optional
+
+import tensorflow_data_validation as tfdv
+import tensorflow_model_analysis as tfma
+from ml_metadata.metadata_store import metadata_store
+from ml_metadata.proto import metadata_store_pb2
+from tfx.orchestration import metadata
+
+
+@dataclasses.dataclass
+class RunSummary:
+    run_id: str
+    node_states: Dict[str, str]  # node id -> last execution state (COMPLETE, CACHED, FAILED...)
+    artifacts: Dict[str, Dict[str, List[metadata_store_pb2.Artifact]]]  # node -> output key -> artifacts
+    split_counts: Dict[str, int]
+    input_files: int
+    rejected: int
+    rejects_file: str
+    metrics: Dict[str, float]  # overall-slice metrics of the Evaluator
+    blessed: bool
+    pushed: bool
+    pushed_destination: Optional[str]
+
+    def text(self) -> str:
+        lines = [f"tfx-audio run {self.run_id}"]
+        lines.append("  components: " + ", ".join(f"{k}={v}" for k, v in sorted(self.node_states.items())))
+        lines.append(f"  input files: {self.input_files} ({self.rejected} rejected"
+                     + (f", see {self.rejects_file})" if self.rejected else ")"))
+        lines.append("  examples per split: " + ", ".join(f"{k}={v}" for k, v in self.split_counts.items()))
+        lines.append("  test metrics: " + ", ".join(f"{k}={v:.4f}" for k, v in sorted(self.metrics.items())))
+        lines.append(f"  blessed: {self.blessed}; pushed: {self.pushed}"
+                     + (f" -> {self.pushed_destination}" if self.pushed else ""))
+        return "\n".join(lines)
+
+
+def _store(metadata_path: str) -> metadata_store.MetadataStore:
+    return metadata_store.MetadataStore(metadata.sqlite_metadata_connection_config(metadata_path))
+
+
+def _prop(artifact: metadata_store_pb2.Artifact, name: str):
+    value = artifact.custom_properties.get(name) or artifact.properties.get(name)
+    if value is None:
+        return None
+    return value.WhichOneof("value") and getattr(value, value.WhichOneof("value"))
+
+
+def latest_run(metadata_path: str, pipeline_name: str) -> RunSummary:
+    store = _store(metadata_path)
+    runs = [c for c in store.get_contexts_by_type("pipeline_run") if c.name]
+    if not runs:
+        raise RuntimeError(f"no pipeline run recorded in {metadata_path}")
+    run = max(runs, key=lambda c: c.create_time_since_epoch)
+    node_states: Dict[str, str] = {}
+    artifacts: Dict[str, Dict[str, List[metadata_store_pb2.Artifact]]] = {}
+    for execution in sorted(store.get_executions_by_context(run.id), key=lambda e: e.id):
+        nodes = [c.name for c in store.get_contexts_by_execution(execution.id)
+                 if c.name.startswith(pipeline_name + ".")]
+        node = nodes[0][len(pipeline_name) + 1:] if nodes else str(execution.type)
+        node_states[node] = metadata_store_pb2.Execution.State.Name(execution.last_known_state)
+        events = store.get_events_by_execution_ids([execution.id])
+        outputs = [e for e in events if e.type == metadata_store_pb2.Event.OUTPUT]
+        by_id = {a.id: a for a in store.get_artifacts_by_id([e.artifact_id for e in outputs])}
+        keyed: Dict[str, List[metadata_store_pb2.Artifact]] = {}
+        for event in outputs:
+            key = event.path.steps[0].key if event.path.steps else "output"
+            keyed.setdefault(key, []).append(by_id[event.artifact_id])
+        artifacts[node] = keyed
+
+    examples = artifacts.get("WavExampleGen", {}).get("examples", [])
+    split_counts: Dict[str, int] = {}
+    stats = artifacts.get("StatisticsGen", {}).get("statistics", [])
+    if stats:
+        for split in ("train", "eval", "test"):
+            path = os.path.join(stats[0].uri, f"Split-{split}", "FeatureStats.pb")
+            if os.path.exists(path):
+                split_counts[split] = int(tfdv.load_stats_binary(path).datasets[0].num_examples)
+    metrics: Dict[str, float] = {}
+    evaluation = artifacts.get("Evaluator", {}).get("evaluation", [])
+    if evaluation:
+        result = tfma.load_eval_result(evaluation[0].uri)
+        for slice_key, by_output in result.slicing_metrics:
+            if slice_key == ():
+                for name, value in by_output[""][""].items():
+                    if "doubleValue" in value:
+                        metrics[name] = value["doubleValue"]
+    blessing = artifacts.get("Evaluator", {}).get("blessing", [])
+    pushed_model = artifacts.get("Pusher", {}).get("pushed_model", [])
+    pushed = bool(pushed_model and _prop(pushed_model[0], "pushed"))
+    return RunSummary(
+        run_id=run.name, node_states=node_states, artifacts=artifacts, split_counts=split_counts,
+        input_files=int(_prop(examples[0], "num_input_files") or 0) if examples else 0,
+        rejected=int(_prop(examples[0], "num_rejected") or 0) if examples else 0,
+        rejects_file=str(_prop(examples[0], "rejects_file") or "") if examples else "",
+        metrics=metrics,
+        blessed=bool(blessing and _prop(blessing[0], "blessed")),
+        pushed=pushed,
+        pushed_destination=str(_prop(pushed_model[0], "pushed_destination")) if pushed else None)
