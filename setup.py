@@ -13,7 +13,7 @@ setup(
     packages=find_packages(include=["pipeline", "pipeline.*", "components", "components.*"]),
     package_data={"pipeline": ["configs/*.yaml"]},
     install_requires=[
-        "tfx==1.16.0",
+        "tfx[kfp]==1.16.0",
         "tensorflow>=2.16,<2.17",
         "tf-keras>=2.16,<2.17",
         "tensorflow-io>=0.37,<0.38",

@@ -45,13 +45,18 @@ def make_dataset(file_pattern, data_accessor, tf_transform_output: tft.TFTransfo
     return ds.batch(batch_size).prefetch(tf.data.AUTOTUNE)
 
 
-def build_optimizer(cfg: TrainerConfig, total_steps: int) -> keras.optimizers.Optimizer:
-    """AdamW with linear warmup over warmup_ratio of the steps, then linear decay to 0."""
+def learning_rate_schedule(cfg: TrainerConfig, total_steps: int) -> WarmUp:
+    """Linear warmup over warmup_ratio of the steps, then linear decay to 0 (transformers' WarmUp)."""
     warmup_steps = max(1, int(cfg.warmup_ratio * total_steps))
     decay = keras.optimizers.schedules.PolynomialDecay(
         cfg.learning_rate, max(1, total_steps - warmup_steps), end_learning_rate=0.0, power=1.0)
-    schedule = WarmUp(cfg.learning_rate, decay, warmup_steps)
-    optimizer = keras.optimizers.AdamW(learning_rate=schedule, weight_decay=cfg.weight_decay)
+    return WarmUp(cfg.learning_rate, decay, warmup_steps)
+
+
+def build_optimizer(cfg: TrainerConfig, total_steps: int) -> keras.optimizers.Optimizer:
+    """AdamW on the warmup schedule, with no weight decay on biases and norm layers."""
+    optimizer = keras.optimizers.AdamW(learning_rate=learning_rate_schedule(cfg, total_steps),
+                                       weight_decay=cfg.weight_decay)
     optimizer.exclude_from_weight_decay(var_names=_NO_DECAY)
     return optimizer
 

@@ -60,9 +60,9 @@ class SpecAugmentConfig:
 @dataclasses.dataclass
 class TrainerConfig:
     backbone: str = "logmel_cnn"
-    epochs: int = 12
+    epochs: int = 30
     batch_size: int = 32
-    learning_rate: float = 2e-3
+    learning_rate: float = 3e-3
     weight_decay: float = 1e-2
     warmup_ratio: float = 0.1
     clip_norm: float = 1.0

@@ -124,7 +124,7 @@ def mix(clean: np.ndarray, noise: np.ndarray, snr_db: float, rng: np.random.Gene
     return noisy
 
 
-def generate(out: str, noise_out: str, num_speakers: int = 48, words: Sequence[str] = WORDS,
+def generate(out: str, noise_out: str, num_speakers: int = 64, words: Sequence[str] = WORDS,
              noisy_per_clean: int = 1, snr_range: Tuple[float, float] = (0.0, 20.0), seed: int = 0,
              workers: int = 4) -> Dict[str, int]:
     """Writes the demo data set; the same arguments always write the same files."""
@@ -168,7 +168,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", default="data/demo")
     parser.add_argument("--noise-out", default="data/demo_noise")
-    parser.add_argument("--speakers", type=int, default=48)
+    parser.add_argument("--speakers", type=int, default=64)
     parser.add_argument("--words", type=int, default=len(WORDS), help="first N of the 10 keywords")
     parser.add_argument("--noisy-per-clean", type=int, default=1)
     parser.add_argument("--seed", type=int, default=0)

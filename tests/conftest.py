@@ -1,0 +1,17 @@
+"""Shared fixtures: every test builds its own small data; none reads another's leftovers."""
+import os
+
+os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")  # before TensorFlow is first imported
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def small_demo(tmp_path_factory):
+    """A small generated keyword set: 4 words x 16 speakers, one noisy copy each."""
+    from pipeline import demo_data
+
+    root = tmp_path_factory.mktemp("demo")
+    demo_data.generate(str(root / "audio"), str(root / "noise"), num_speakers=16,
+                       words=demo_data.WORDS[:4], seed=3)
+    return root / "audio"

@@ -1,0 +1,88 @@
+"""The Transform module: WAV decoding, crop/pad, per-utterance normalization,
+log-mel with full-pass normalization (run with tf.Transform's own Beam impl),
+the label vocabulary, and SpecAugment."""
+import tempfile
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import tensorflow_transform.beam as tft_beam
+from tensorflow_transform.tf_metadata import dataset_metadata, schema_utils
+
+from components import audio_io, features, transform
+from pipeline.config import FeatureConfig, SpecAugmentConfig
+from tests.audio_helpers import tone
+
+
+def _wav(samples):
+    return audio_io.encode_pcm16_wav(np.asarray(samples, np.float32))
+
+
+def test_decode_waveform_crops_pads_and_normalizes_each_utterance():
+    short = 0.5 * tone(0.25, 300) + 0.1  # offset and quiet: normalization removes both
+    long = tone(2.0, 500)
+    out = transform.decode_waveform(tf.constant([_wav(short), _wav(long)]), 16000).numpy()
+    assert out.shape == (2, 16000)
+    valid = out[0, :4000]
+    assert valid.mean() == pytest.approx(0.0, abs=1e-3)
+    assert valid.std() == pytest.approx(1.0, abs=1e-2)
+    assert np.all(out[0, 4000:] == 0.0)  # zero padding after the utterance
+    assert out[1].std() == pytest.approx(1.0, abs=1e-2)  # cropped, no padding
+
+
+def test_log_mel_has_the_configured_frames_and_bins():
+    cfg = FeatureConfig()
+    mel = transform.log_mel(tf.random.normal([3, cfg.num_samples]), cfg)
+    assert mel.shape == (3, cfg.num_frames, cfg.num_mel_bins) == (3, 98, 64)
+    assert np.all(np.isfinite(mel.numpy()))
+
+
+def test_preprocessing_fn_normalizes_over_the_full_pass_and_maps_labels():
+    raw_spec = {features.AUDIO: tf.io.FixedLenFeature([1], tf.string),
+                features.LABEL: tf.io.FixedLenFeature([1], tf.string)}
+    metadata = dataset_metadata.DatasetMetadata(schema_utils.schema_from_feature_spec(raw_spec))
+    rng = np.random.default_rng(0)
+    data = [{features.AUDIO: [_wav(tone(0.6, f) + 0.01 * rng.standard_normal(9600))],
+             features.LABEL: [label]}
+            for f, label in [(200, b"low"), (250, b"low"), (3000, b"high"), (3500, b"high"), (3200, b"high")]]
+    custom_config = {"config": {"features": {"clip_seconds": 0.5, "num_mel_bins": 32}}}
+    with tft_beam.Context(temp_dir=tempfile.mkdtemp()):
+        (transformed, transformed_metadata), transform_fn = (
+            (data, metadata) | tft_beam.AnalyzeAndTransformDataset(
+                lambda inputs: transform.preprocessing_fn(inputs, custom_config)))
+    mel = np.stack([t[features.LOG_MEL] for t in transformed])
+    assert mel.shape == (5, 48, 32)
+    per_bin = mel.reshape(-1, 32)
+    np.testing.assert_allclose(per_bin.mean(axis=0), 0.0, atol=1e-3)
+    np.testing.assert_allclose(per_bin.std(axis=0), 1.0, atol=1e-2)
+    ids = [int(t[features.LABEL_ID]) for t in transformed]
+    # tft orders the vocabulary by frequency: "high" (3) is 0, "low" (2) is 1.
+    assert ids == [1, 1, 0, 0, 0]
+
+
+def test_spec_augment_masks_bands_within_the_configured_widths():
+    cfg = SpecAugmentConfig(freq_masks=1, freq_mask_width=8, time_masks=1, time_mask_width=10)
+    mel = tf.ones([98, 64])
+    widths = []
+    for _ in range(50):
+        out = transform.spec_augment(mel, cfg).numpy()
+        zero_cols = np.where((out == 0).all(axis=0))[0]
+        zero_rows = np.where((out == 0).all(axis=1))[0]
+        assert len(zero_cols) <= 8 and len(zero_rows) <= 10
+        if len(zero_cols):
+            assert np.all(np.diff(zero_cols) == 1)  # one contiguous band
+        masked = (out == 0)
+        expected = np.zeros_like(masked)
+        expected[:, zero_cols] = True
+        expected[zero_rows, :] = True
+        np.testing.assert_array_equal(masked, expected)  # nothing but whole bands is masked
+        widths.append((len(zero_cols), len(zero_rows)))
+    assert len(set(widths)) > 5  # fresh masks on every call
+
+
+def test_spec_augment_time_masks_never_exceed_the_ratio_p():
+    cfg = SpecAugmentConfig(freq_masks=0, time_masks=3, time_mask_width=100, time_mask_max_ratio=0.05)
+    for _ in range(20):
+        out = transform.spec_augment(tf.ones([40, 16]), cfg).numpy()
+        zero_rows = np.where((out == 0).all(axis=1))[0]
+        assert len(zero_rows) <= 3 * 2  # each of 3 masks at most 0.05 * 40 = 2 frames

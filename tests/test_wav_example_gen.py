@@ -1,0 +1,154 @@
+"""The WAV ExampleGen: what each example carries, what is rejected and why, and
+that splits are decided by group, run through the real executor and Beam."""
+import csv
+import json
+import os
+
+import numpy as np
+import pytest
+import soundfile
+import tensorflow as tf
+from tfx import v1 as tfx
+from tfx.types import standard_artifacts, standard_component_specs
+from tfx.utils import proto_utils
+
+from components import audio_io, features
+from components.wav_example_gen import WavExampleGen
+from components.wav_example_gen import executor as wav_executor
+from tests.audio_helpers import tone, write_wav
+
+
+def _write_metadata(path, rows):
+    with open(path, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(wav_executor._METADATA_COLUMNS))
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({k: row.get(k, "") for k in wav_executor._METADATA_COLUMNS})
+
+
+def _read_examples(uri):
+    out = {}
+    for split in sorted(os.listdir(uri)):
+        if not split.startswith("Split-"):
+            continue
+        files = tf.io.gfile.glob(os.path.join(uri, split, "*.gz"))
+        out[split[len("Split-"):]] = [tf.train.Example.FromString(r.numpy())
+                                      for r in tf.data.TFRecordDataset(files, compression_type="GZIP")]
+    return out
+
+
+def _value(example, key):
+    feature = example.features.feature[key]
+    kind = feature.WhichOneof("kind")
+    return getattr(feature, kind).value[0] if kind else None
+
+
+def _run_executor(input_base, output_dir, split_buckets=None, **options):
+    """Runs the component's real executor (with its Beam pipeline) like TFX does."""
+    component = WavExampleGen(
+        input_base=str(input_base),
+        output_config=tfx.proto.Output(split_config=tfx.proto.SplitConfig(
+            splits=[tfx.proto.SplitConfig.Split(name=n, hash_buckets=b)
+                    for n, b in (split_buckets or {"train": 2, "test": 1}).items()],
+            partition_feature_name=features.GROUP)),
+        **options)
+    exec_properties = dict(component.exec_properties)
+    for key in (standard_component_specs.INPUT_CONFIG_KEY, standard_component_specs.OUTPUT_CONFIG_KEY,
+                standard_component_specs.CUSTOM_CONFIG_KEY):
+        if not isinstance(exec_properties[key], str):
+            exec_properties[key] = proto_utils.proto_to_json(exec_properties[key])
+    examples = standard_artifacts.Examples()
+    examples.uri = str(output_dir)
+    wav_executor.Executor().Do({}, {standard_component_specs.EXAMPLES_KEY: [examples]}, exec_properties)
+    return examples
+
+
+@pytest.fixture()
+def mixed_folder(tmp_path):
+    """Good files in several formats, plus one of each kind of bad input."""
+    base = tmp_path / "audio"
+    write_wav(base / "yes" / "a.wav", tone(0.5, 300))
+    write_wav(base / "yes" / "stereo_44k.wav", tone(0.5, 300, rate=44100), rate=44100, channels=2)
+    write_wav(base / "no" / "b.wav", tone(0.4, 600))
+    write_wav(base / "no" / "b_noisy.wav", tone(0.4, 600) + 0.05 * np.random.default_rng(0).standard_normal(6400))
+    (base / "no" / "broken.wav").write_bytes(b"RIFF....WAVEfmt garbage")
+    write_wav(base / "no" / "empty.wav", np.zeros(0))
+    write_wav(base / "no" / "too_long.wav", tone(3.0, 200))
+    _write_metadata(base / "metadata.csv", [
+        {"file_name": "no/b_noisy.wav", "label": "no", "group": "spk-b", "clean_file_name": "no/b.wav",
+         "noise_kind": "pink", "snr_db": "7.5"},
+        {"file_name": "no/b.wav", "label": "no", "group": "spk-b"},
+        {"file_name": "no/listed_but_missing.wav", "label": "no"},
+        {"file_name": "unlabelled.wav", "label": "yes", "group": "spk-c"},
+    ])
+    write_wav(base / "unlabelled.wav", tone(0.3, 900))  # outside the glob, labelled by metadata
+    return base
+
+
+def test_every_file_becomes_an_example_or_a_reject_with_its_reason(mixed_folder, tmp_path):
+    examples = _run_executor(mixed_folder, tmp_path / "out", max_duration_s=2.0, max_reject_fraction=0.9)
+    produced = [e for split in _read_examples(examples.uri).values() for e in split]
+    sources = sorted(_value(e, features.SOURCE).decode() for e in produced)
+    assert sources == ["no/b.wav", "no/b_noisy.wav", "unlabelled.wav", "yes/a.wav", "yes/stereo_44k.wav"]
+
+    _, rejects = wav_executor.read_report(os.path.join(examples.uri, "ingest_report"))
+    reasons = {r["source"]: r["reason"] for r in rejects}
+    assert set(reasons) == {"no/broken.wav", "no/empty.wav", "no/too_long.wav", "no/listed_but_missing.wav"}
+    assert "not a readable audio file" in reasons["no/broken.wav"]
+    assert "no samples" in reasons["no/empty.wav"]
+    assert "over the 2.0 s limit" in reasons["no/too_long.wav"]
+    assert "does not exist" in reasons["no/listed_but_missing.wav"]
+    assert examples.get_int_custom_property("num_input_files") == 9
+    assert examples.get_int_custom_property("num_examples") == 5
+    assert examples.get_int_custom_property("num_rejected") == 4
+
+
+def test_examples_carry_16k_mono_pcm16_audio_and_metadata(mixed_folder, tmp_path):
+    examples = _run_executor(mixed_folder, tmp_path / "out", max_duration_s=2.0, max_reject_fraction=0.9)
+    by_source = {_value(e, features.SOURCE).decode(): e
+                 for split in _read_examples(examples.uri).values() for e in split}
+    stereo = by_source["yes/stereo_44k.wav"]
+    info = soundfile.info(__import__("io").BytesIO(_value(stereo, features.AUDIO)))
+    assert (info.samplerate, info.channels, info.subtype) == (16000, 1, "PCM_16")
+    assert _value(stereo, features.DURATION_S) == pytest.approx(0.5, abs=1e-3)
+    assert _value(stereo, features.LABEL) == b"yes"  # from its folder
+    assert _value(stereo, features.GROUP) == b"yes/stereo_44k.wav"  # no group known: its own
+    assert _value(stereo, features.CLEAN_AUDIO) is None
+
+    noisy = by_source["no/b_noisy.wav"]
+    assert _value(noisy, features.GROUP) == b"spk-b"
+    assert _value(noisy, features.NOISE_KIND) == b"pink"
+    assert _value(noisy, features.SNR_DB) == pytest.approx(7.5)
+    clean = audio_io.decode_to_mono_16k(_value(noisy, features.CLEAN_AUDIO))
+    np.testing.assert_allclose(clean, audio_io.decode_to_mono_16k(_value(by_source["no/b.wav"], features.AUDIO)))
+    assert _value(by_source["unlabelled.wav"], features.LABEL) == b"yes"
+
+
+def test_too_many_rejects_fail_with_the_file_and_reason(mixed_folder, tmp_path):
+    with pytest.raises(ValueError, match=r"4 of 9 files .* rejected.*no/broken.wav: not a readable audio file"):
+        _run_executor(mixed_folder, tmp_path / "out", max_duration_s=2.0, max_reject_fraction=0.1)
+
+
+def test_metadata_without_label_column_is_a_clear_error(tmp_path):
+    write_wav(tmp_path / "yes" / "a.wav", tone())
+    (tmp_path / "metadata.csv").write_text("file_name,group\nyes/a.wav,g\n")
+    with pytest.raises(ValueError, match=r"metadata.csv: header lacks required column\(s\) \['label'\]"):
+        wav_executor.read_metadata(str(tmp_path), "metadata.csv")
+
+
+def test_splits_are_decided_by_group_so_no_group_spans_two_splits(tmp_path):
+    base = tmp_path / "audio"
+    rows = []
+    for speaker in range(12):
+        for word in ("up", "down"):
+            for take in range(2):
+                name = f"{word}/s{speaker}_{take}.wav"
+                write_wav(base / name, tone(0.2, 200 + 50 * speaker + take))
+                rows.append({"file_name": name, "label": word, "group": f"speaker{speaker}"})
+    _write_metadata(base / "metadata.csv", rows)
+    examples = _run_executor(base, tmp_path / "out", {"train": 3, "eval": 1, "test": 1})
+    groups = {split: {_value(e, features.GROUP) for e in exs} for split, exs in _read_examples(examples.uri).items()}
+    assert sum(len(_read_examples(examples.uri)[s]) for s in groups) == 48
+    assert len(groups) == 3 and all(groups.values())
+    assert not (groups["train"] & groups["eval"] or groups["train"] & groups["test"]
+                or groups["eval"] & groups["test"])
