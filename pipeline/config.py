@@ -88,6 +88,8 @@ class PipelineConfig:
     metadata_path: Optional[str] = None  # SQLite MLMD; default <output_dir>/metadata.sqlite
     serving_dir: Optional[str] = None  # Pusher target; default <output_dir>/serving
     enable_cache: bool = False
+    # Curated schema; a relative path is taken from the repository root.
+    schema_file: str = "schemas/schema.pbtxt"
     beam_args: List[str] = dataclasses.field(default_factory=lambda: [
         "--direct_running_mode=multi_processing", "--direct_num_workers=0"])
     data: DataConfig = dataclasses.field(default_factory=DataConfig)

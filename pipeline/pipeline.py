@@ -15,7 +15,7 @@ from components.evaluator import make_eval_config
 from components.wav_example_gen import WavExampleGen
 from pipeline.config import PipelineConfig
 
-SCHEMA_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "schemas")
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PREPROCESSING_FN = "components.transform.preprocessing_fn"
 RUN_FN = "components.trainer.run_fn"
 
@@ -26,7 +26,7 @@ def create_pipeline(config: PipelineConfig, pipeline_root: Optional[str] = None,
     """The pipeline for `config`; runners pass their own root, MLMD connection and Beam flags."""
     data = config.data
     example_gen = WavExampleGen(
-        input_base=os.path.abspath(data.input_base) if "://" not in data.input_base else data.input_base,
+        input_base=data.input_base if "://" in data.input_base else os.path.abspath(data.input_base),
         file_pattern=data.file_pattern,
         output_config=tfx.proto.Output(split_config=tfx.proto.SplitConfig(
             splits=[tfx.proto.SplitConfig.Split(name=name, hash_buckets=buckets)
@@ -37,7 +37,7 @@ def create_pipeline(config: PipelineConfig, pipeline_root: Optional[str] = None,
         max_reject_fraction=data.max_reject_fraction)
 
     statistics_gen = tfx.components.StatisticsGen(examples=example_gen.outputs["examples"])
-    schema_gen = tfx.components.ImportSchemaGen(schema_file=os.path.join(SCHEMA_DIR, "schema.pbtxt"))
+    schema_gen = tfx.components.ImportSchemaGen(schema_file=os.path.join(REPO_ROOT, config.schema_file))
     example_validator = tfx.components.ExampleValidator(
         statistics=statistics_gen.outputs["statistics"], schema=schema_gen.outputs["schema"])
 

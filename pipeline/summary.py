@@ -15,12 +15,15 @@ from ml_metadata.metadata_store import metadata_store
 from ml_metadata.proto import metadata_store_pb2
 from tfx.orchestration import metadata
 
+Event = metadata_store_pb2.Event
+
 
 @dataclasses.dataclass
 class RunSummary:
     run_id: str
     node_states: Dict[str, str]  # node id -> last execution state (COMPLETE, CACHED, FAILED...)
     artifacts: Dict[str, Dict[str, List[metadata_store_pb2.Artifact]]]  # node -> output key -> artifacts
+    inputs: Dict[str, Dict[str, List[metadata_store_pb2.Artifact]]]  # node -> input key -> artifacts
     split_counts: Dict[str, int]
     input_files: int
     rejected: int
@@ -61,19 +64,25 @@ def latest_run(metadata_path: str, pipeline_name: str) -> RunSummary:
     run = max(runs, key=lambda c: c.create_time_since_epoch)
     node_states: Dict[str, str] = {}
     artifacts: Dict[str, Dict[str, List[metadata_store_pb2.Artifact]]] = {}
+    inputs: Dict[str, Dict[str, List[metadata_store_pb2.Artifact]]] = {}
     for execution in sorted(store.get_executions_by_context(run.id), key=lambda e: e.id):
         nodes = [c.name for c in store.get_contexts_by_execution(execution.id)
                  if c.name.startswith(pipeline_name + ".")]
         node = nodes[0][len(pipeline_name) + 1:] if nodes else str(execution.type)
         node_states[node] = metadata_store_pb2.Execution.State.Name(execution.last_known_state)
         events = store.get_events_by_execution_ids([execution.id])
-        outputs = [e for e in events if e.type == metadata_store_pb2.Event.OUTPUT]
-        by_id = {a.id: a for a in store.get_artifacts_by_id([e.artifact_id for e in outputs])}
-        keyed: Dict[str, List[metadata_store_pb2.Artifact]] = {}
-        for event in outputs:
+        by_id = {a.id: a for a in store.get_artifacts_by_id([e.artifact_id for e in events])}
+        artifacts[node], inputs[node] = {}, {}
+        for event in events:
+            # Resolver nodes record what they resolve as INTERNAL_OUTPUT.
+            if event.type in (Event.OUTPUT, Event.INTERNAL_OUTPUT):
+                keyed = artifacts[node]
+            elif event.type == Event.INPUT:
+                keyed = inputs[node]
+            else:
+                continue
             key = event.path.steps[0].key if event.path.steps else "output"
             keyed.setdefault(key, []).append(by_id[event.artifact_id])
-        artifacts[node] = keyed
 
     examples = artifacts.get("WavExampleGen", {}).get("examples", [])
     split_counts: Dict[str, int] = {}
@@ -96,7 +105,7 @@ def latest_run(metadata_path: str, pipeline_name: str) -> RunSummary:
     pushed_model = artifacts.get("Pusher", {}).get("pushed_model", [])
     pushed = bool(pushed_model and _prop(pushed_model[0], "pushed"))
     return RunSummary(
-        run_id=run.name, node_states=node_states, artifacts=artifacts, split_counts=split_counts,
+        run_id=run.name, node_states=node_states, artifacts=artifacts, inputs=inputs, split_counts=split_counts,
         input_files=int(_prop(examples[0], "num_input_files") or 0) if examples else 0,
         rejected=int(_prop(examples[0], "num_rejected") or 0) if examples else 0,
         rejects_file=str(_prop(examples[0], "rejects_file") or "") if examples else "",

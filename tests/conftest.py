@@ -8,10 +8,10 @@ import pytest  # noqa: E402
 
 @pytest.fixture(scope="session")
 def small_demo(tmp_path_factory):
-    """A small generated keyword set: 4 words x 16 speakers, one noisy copy each."""
+    """A small generated keyword set: 4 words x 24 speakers, one noisy copy each."""
     from pipeline import demo_data
 
     root = tmp_path_factory.mktemp("demo")
-    demo_data.generate(str(root / "audio"), str(root / "noise"), num_speakers=16,
+    demo_data.generate(str(root / "audio"), str(root / "noise"), num_speakers=24,
                        words=demo_data.WORDS[:4], seed=3)
     return root / "audio"

@@ -37,8 +37,8 @@ def test_pipeline_trains_blesses_pushes_and_gates_the_next_run(small_demo, tmp_p
 
     assert set(first.node_states) == NODES
     assert all(state == "COMPLETE" for state in first.node_states.values()), first.node_states
-    assert first.input_files == 128 and first.rejected == 0  # 4 words x 16 speakers x (clean + noisy)
-    assert sum(first.split_counts.values()) == 128 and all(first.split_counts.values())
+    assert first.input_files == 192 and first.rejected == 0  # 4 words x 24 speakers x (clean + noisy)
+    assert sum(first.split_counts.values()) == 192 and all(first.split_counts.values())
     accuracy = first.metrics["sparse_categorical_accuracy"]
     assert accuracy >= CHANCE + MARGIN, first.text()
     assert first.metrics["example_count"] == first.split_counts["test"]
@@ -70,8 +70,10 @@ def test_pipeline_trains_blesses_pushes_and_gates_the_next_run(small_demo, tmp_p
     # its baseline, and the new model is pushed only if it is not worse.
     second = _run(config)
     assert all(state == "COMPLETE" for state in second.node_states.values()), second.node_states
-    baseline = second.artifacts["latest_blessed_model_resolver"]["model"][0]
-    assert baseline.uri == first.artifacts["Trainer"]["model"][0].uri
+    first_model = first.artifacts["Trainer"]["model"][0].uri
+    assert second.artifacts["latest_blessed_model_resolver"]["model"][0].uri == first_model
+    assert second.inputs["Evaluator"]["baseline_model"][0].uri == first_model
+    assert "sparse_categorical_accuracy_diff" in second.metrics  # compared with the baseline
     new_accuracy = second.metrics["sparse_categorical_accuracy"]
     should_bless = new_accuracy >= 0.5 and new_accuracy >= accuracy - 1e-9
     assert second.blessed == should_bless and second.pushed == should_bless, (accuracy, new_accuracy)
