@@ -21,7 +21,9 @@ SNR_DB = "snr_db"
 OPTIONAL_KEYS = (CLEAN_AUDIO, NOISE_KIND, SNR_DB)
 
 # Transformed features written by the Transform.
-LOG_MEL = "log_mel"
+LOG_MEL = "log_mel"  # [frames, mel bins], normalized per bin (logmel_cnn input)
+WAVEFORM = "waveform"  # [samples], per-utterance normalized, zero padded (wav2vec2 input)
+NUM_SAMPLES = "num_samples"  # valid (unpadded) samples in WAVEFORM
 LABEL_ID = "label_id"
 
 # tft vocabulary of label strings; its index is LABEL_ID.

@@ -1,14 +1,30 @@
-"""Classifier backbones. `logmel_cnn`: a small CNN on normalized log-mel features,
-the CPU-friendly backbone of the demo configuration."""
+"""Classifier backbones, picked by `trainer.backbone`. Each model takes the dict of
+transformed features it needs and returns logits.
+
+- `wav2vec2`: transformers' TFWav2Vec2ForSequenceClassification (masked mean
+  pooling over valid frames, projector, classifier), from a local save_pretrained
+  directory, a hub id, or a config.
+- `logmel_cnn`: a small CNN on normalized log-mel features, for CPU-only runs.
+"""
 from __future__ import annotations
 
+from typing import Dict
+
+import tensorflow as tf
 import tf_keras as keras
+import transformers
+
+from components import features
+from pipeline.config import TrainerConfig, Wav2Vec2Config
+
+# Which transformed features each backbone reads.
+INPUT_KEYS = {"logmel_cnn": (features.LOG_MEL,),
+              "wav2vec2": (features.WAVEFORM, features.NUM_SAMPLES)}
 
 
-def build_logmel_cnn(num_frames: int, num_mel_bins: int, num_classes: int,
-                     dropout: float = 0.3) -> keras.Model:
+def _logmel_cnn(num_frames: int, num_mel_bins: int, num_classes: int, dropout: float = 0.3) -> keras.Model:
     """[B, frames, bins] log-mel -> [B, num_classes] logits (about 230 k parameters)."""
-    inputs = keras.Input(shape=(num_frames, num_mel_bins), name="log_mel")
+    inputs = keras.Input(shape=(num_frames, num_mel_bins), name=features.LOG_MEL)
     x = keras.layers.Reshape((num_frames, num_mel_bins, 1))(inputs)
     for filters in (32, 64, 128):
         x = keras.layers.Conv2D(filters, 3, padding="same", use_bias=False)(x)
@@ -21,5 +37,58 @@ def build_logmel_cnn(num_frames: int, num_mel_bins: int, num_classes: int,
     x = keras.layers.Dense(128, activation="relu")(x)
     x = keras.layers.GlobalMaxPooling1D()(x)
     x = keras.layers.Dropout(dropout)(x)
-    logits = keras.layers.Dense(num_classes, name="logits")(x)
-    return keras.Model(inputs, logits, name="logmel_cnn")
+    logits = keras.layers.Dense(num_classes, name="logits", dtype="float32")(x)
+    return keras.Model({features.LOG_MEL: inputs}, logits, name="logmel_cnn")
+
+
+class Wav2Vec2Classifier(keras.Model):
+    """transformers' Wav2Vec2 sequence classifier on {waveform, num_samples}."""
+
+    def __init__(self, hf_model: transformers.TFWav2Vec2ForSequenceClassification, **kwargs):
+        super().__init__(name="wav2vec2_classifier", **kwargs)
+        self.hf_model = hf_model
+
+    def call(self, inputs: Dict[str, tf.Tensor], training: bool = False) -> tf.Tensor:
+        waveform = inputs[features.WAVEFORM]
+        # Valid samples get attention and are pooled; the zero padding is masked out.
+        mask = tf.sequence_mask(inputs[features.NUM_SAMPLES], tf.shape(waveform)[1], dtype=tf.int32)
+        return self.hf_model(waveform, attention_mask=mask, training=training).logits
+
+
+def _wav2vec2(cfg: Wav2Vec2Config, num_classes: int, num_samples: int) -> Wav2Vec2Classifier:
+    settings = dict(
+        num_labels=num_classes,
+        layerdrop=0.0,  # its Python-side draw would freeze at tracing time (ENVIRONMENT.md)
+        mask_time_prob=cfg.mask_time_prob, mask_time_length=cfg.mask_time_length,
+        mask_feature_prob=0.0,  # the TF feature-axis masking is suspect; kept off
+        classifier_proj_size=cfg.classifier_proj_size)
+    if cfg.pretrained:
+        hf = transformers.TFWav2Vec2ForSequenceClassification.from_pretrained(cfg.pretrained, **settings)
+    else:
+        config = transformers.Wav2Vec2Config(**{**cfg.config_overrides, **settings})
+        hf = transformers.TFWav2Vec2ForSequenceClassification(config)
+    # transformers' weight-normalized positional conv multiplies a raw float32
+    # tf.Variable by an autocast weight: under a mixed policy that one layer must
+    # compute in float32 (the next layer casts back to the compute dtype).
+    hf.wav2vec2.encoder.pos_conv_embed.conv._set_dtype_policy("float32")
+    if cfg.freeze_feature_encoder:
+        hf.freeze_feature_encoder()
+    if cfg.freeze_layers > len(hf.wav2vec2.encoder.layer):
+        raise ValueError(f"trainer.wav2vec2.freeze_layers={cfg.freeze_layers} but the model has "
+                         f"{len(hf.wav2vec2.encoder.layer)} transformer layers")
+    for layer in hf.wav2vec2.encoder.layer[:cfg.freeze_layers]:
+        layer.trainable = False
+    model = Wav2Vec2Classifier(hf)
+    model({features.WAVEFORM: tf.zeros([1, num_samples]),
+           features.NUM_SAMPLES: tf.constant([num_samples], tf.int64)})  # build the weights
+    return model
+
+
+def build_model(cfg: TrainerConfig, num_classes: int, num_samples: int, num_frames: int,
+                num_mel_bins: int) -> keras.Model:
+    """The configured backbone with its head, built under the current dtype policy."""
+    if cfg.backbone == "logmel_cnn":
+        return _logmel_cnn(num_frames, num_mel_bins, num_classes)
+    if cfg.backbone == "wav2vec2":
+        return _wav2vec2(cfg.wav2vec2, num_classes, num_samples)
+    raise ValueError(f"trainer.backbone {cfg.backbone!r}: expected one of {sorted(INPUT_KEYS)}")

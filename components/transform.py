@@ -7,7 +7,7 @@ it; tensorflow-io's audio ops are custom ops and stay out.
 """
 from __future__ import annotations
 
-from typing import Any, Dict
+from typing import Any, Dict, Tuple
 
 import tensorflow as tf
 import tensorflow_transform as tft
@@ -26,19 +26,22 @@ def _dense(tensor: Any, default: Any) -> tf.Tensor:
     return tf.reshape(tensor, [-1])
 
 
-def decode_waveform(wav_bytes: tf.Tensor, num_samples: int) -> tf.Tensor:
-    """[B] PCM16 WAV bytes -> [B, num_samples] float32: cropped or zero-padded,
-    each utterance normalized to zero mean and unit variance over its own samples."""
+def decode_waveform(wav_bytes: tf.Tensor, num_samples: int) -> Tuple[tf.Tensor, tf.Tensor]:
+    """[B] PCM16 WAV bytes -> ([B, num_samples] float32, [B] int64 valid lengths):
+    cropped or zero-padded, each utterance normalized to zero mean and unit
+    variance over its own samples (as Wav2Vec2FeatureExtractor does)."""
 
-    def one(wav: tf.Tensor) -> tf.Tensor:
+    def one(wav: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor]:
         audio = tf.audio.decode_wav(wav, desired_channels=1).audio[:, 0]
         audio = audio[:num_samples]
         mean, var = tf.nn.moments(audio, axes=[0])
         audio = (audio - mean) / tf.sqrt(var + 1e-8)
-        return tf.pad(audio, [[0, num_samples - tf.shape(audio)[0]]])
+        length = tf.shape(audio, out_type=tf.int64)[0]
+        return tf.pad(audio, [[0, num_samples - tf.shape(audio)[0]]]), length
 
-    out = tf.map_fn(one, wav_bytes, fn_output_signature=tf.TensorSpec([num_samples], tf.float32))
-    return tf.ensure_shape(out, [None, num_samples])
+    out, lengths = tf.map_fn(one, wav_bytes, fn_output_signature=(
+        tf.TensorSpec([num_samples], tf.float32), tf.TensorSpec([], tf.int64)))
+    return tf.ensure_shape(out, [None, num_samples]), lengths
 
 
 def log_mel(waveform: tf.Tensor, cfg: FeatureConfig) -> tf.Tensor:
@@ -57,12 +60,13 @@ def _feature_config(custom_config: Dict[str, Any] | None) -> FeatureConfig:
 def preprocessing_fn(inputs: Dict[str, Any], custom_config: Dict[str, Any] | None = None) -> Dict[str, Any]:
     """TFX Transform entry point: log-mel normalized per mel bin over the full pass."""
     cfg = _feature_config(custom_config)
-    waveform = decode_waveform(_dense(inputs[features.AUDIO], b""), cfg.num_samples)
+    waveform, lengths = decode_waveform(_dense(inputs[features.AUDIO], b""), cfg.num_samples)
     mel = log_mel(waveform, cfg)
     per_bin = tf.reshape(mel, [-1, cfg.num_mel_bins])  # every frame is a sample of its bin
     mean = tft.mean(per_bin, reduce_instance_dims=False)
     var = tft.var(per_bin, reduce_instance_dims=False)
-    outputs = {features.LOG_MEL: (mel - mean) / tf.sqrt(var + _EPS)}
+    outputs = {features.LOG_MEL: (mel - mean) / tf.sqrt(var + _EPS),
+               features.WAVEFORM: waveform, features.NUM_SAMPLES: lengths}
     if features.LABEL in inputs:
         outputs[features.LABEL_ID] = tft.compute_and_apply_vocabulary(
             _dense(inputs[features.LABEL], b""), vocab_filename=features.LABEL_VOCAB)
@@ -75,6 +79,7 @@ def spec_augment(mel: tf.Tensor, cfg: SpecAugmentConfig) -> tf.Tensor:
     Draws fresh masks on every call, so a dataset map gives new masks per example
     per epoch. Masked cells are set to 0, the normalized features' mean.
     """
+    cfg = cfg.resolved()
     frames, bins = tf.shape(mel)[0], tf.shape(mel)[1]
     keep = tf.ones_like(mel, dtype=tf.bool)
     for _ in range(cfg.freq_masks):

@@ -29,7 +29,7 @@ def _run(config):
 
 @pytest.mark.e2e
 def test_pipeline_trains_blesses_pushes_and_gates_the_next_run(small_demo, tmp_path):
-    config = load_config(None, [
+    config = load_config("pipeline/configs/demo.yaml", [
         f"data.input_base={small_demo}", f"output_dir={tmp_path / 'out'}", "name=e2e",
         "data.split_buckets={train: 6, eval: 2, test: 2}", "trainer.epochs=20",
         "evaluator.min_accuracy=0.5", "beam_args=[]"])
@@ -77,3 +77,23 @@ def test_pipeline_trains_blesses_pushes_and_gates_the_next_run(small_demo, tmp_p
     new_accuracy = second.metrics["sparse_categorical_accuracy"]
     should_bless = new_accuracy >= 0.5 and new_accuracy >= accuracy - 1e-9
     assert second.blessed == should_bless and second.pushed == should_bless, (accuracy, new_accuracy)
+
+
+@pytest.mark.e2e
+def test_production_config_runs_end_to_end_with_a_tiny_wav2vec2_loaded_from_disk(small_demo, tmp_path):
+    from tests.test_wav2vec2 import save_tiny_pretrained
+
+    pretrained = save_tiny_pretrained(tmp_path / "wav2vec2-tiny")
+    config = load_config("pipeline/configs/production.yaml", [
+        f"data.input_base={small_demo}", f"output_dir={tmp_path / 'out'}", "name=prod",
+        "data.split_buckets={train: 6, eval: 2, test: 2}", "beam_args=[]",
+        f"trainer.wav2vec2.pretrained={pretrained}", "trainer.epochs=2", "trainer.batch_size=8",
+        "trainer.grad_accum_steps=2", "evaluator.min_accuracy=0.0"])
+    assert config.trainer.backbone == "wav2vec2" and config.trainer.learning_rate == 3e-5
+    run = _run(config)
+    assert all(state == "COMPLETE" for state in run.node_states.values()), run.node_states
+    assert run.blessed and run.pushed  # the floor is 0 here: this proves the path, not the quality
+    loaded = tf.saved_model.load(run.pushed_destination)
+    splits = _read_examples(run.artifacts["WavExampleGen"]["examples"][0].uri)
+    out = loaded.signatures["serve_wav"](wav=tf.constant([_value(e, features.AUDIO) for e in splits["test"][:4]]))
+    assert out[features.OUT_PROBABILITIES].shape == (4, WORDS)

@@ -21,8 +21,10 @@ def _wav(samples):
 def test_decode_waveform_crops_pads_and_normalizes_each_utterance():
     short = 0.5 * tone(0.25, 300) + 0.1  # offset and quiet: normalization removes both
     long = tone(2.0, 500)
-    out = transform.decode_waveform(tf.constant([_wav(short), _wav(long)]), 16000).numpy()
+    out, lengths = transform.decode_waveform(tf.constant([_wav(short), _wav(long)]), 16000)
+    out = out.numpy()
     assert out.shape == (2, 16000)
+    assert list(lengths.numpy()) == [4000, 16000]
     valid = out[0, :4000]
     assert valid.mean() == pytest.approx(0.0, abs=1e-3)
     assert valid.std() == pytest.approx(1.0, abs=1e-2)

@@ -1,0 +1,99 @@
+"""The hand-written training loop's parts: precision, strategy, optimizer, and the
+one compiled step.
+
+The step is one `tf.function` with a fixed `input_signature`, so it is traced
+once per run. It runs `grad_accum_steps` micro-batches inside itself (a
+`tf.while_loop`), then makes one optimizer step. The optimizer is always a
+dynamic `LossScaleOptimizer` around AdamW: it unscales, all-reduces across
+replicas, skips (and lowers the scale on) any step whose gradients are not
+finite, and the inner AdamW clips the unscaled gradients by global norm.
+In float32 the scaling is numerically a no-op; the finite-check and skip remain.
+"""
+from __future__ import annotations
+
+from typing import Callable, Dict
+
+import tensorflow as tf
+import tf_keras as keras
+from transformers.optimization_tf import WarmUp
+
+from pipeline.config import TrainerConfig
+
+PRECISIONS = ("float32", "mixed_float16", "mixed_bfloat16")
+_NO_DECAY = ["bias", "gamma", "beta", "norm", "LayerNorm", "layer_norm", "weight_g"]
+
+
+def resolve_precision(name: str) -> str:
+    """`auto`: mixed_float16 when a GPU is visible, float32 otherwise (float16 is slow on CPUs)."""
+    if name == "auto":
+        return "mixed_float16" if tf.config.list_physical_devices("GPU") else "float32"
+    if name not in PRECISIONS:
+        raise ValueError(f"trainer.precision {name!r}: expected auto or one of {PRECISIONS}")
+    return name
+
+
+def make_strategy() -> tf.distribute.Strategy:
+    """MirroredStrategy over every GPU when there are several, else the default strategy."""
+    if len(tf.config.list_logical_devices("GPU")) > 1:
+        return tf.distribute.MirroredStrategy()
+    return tf.distribute.get_strategy()
+
+
+def learning_rate_schedule(cfg: TrainerConfig, total_steps: int) -> WarmUp:
+    """Linear warmup over warmup_ratio of the steps, then linear decay to 0 (transformers' WarmUp)."""
+    warmup_steps = max(1, int(cfg.warmup_ratio * total_steps))
+    decay = keras.optimizers.schedules.PolynomialDecay(
+        cfg.learning_rate, max(1, total_steps - warmup_steps), end_learning_rate=0.0, power=1.0)
+    return WarmUp(cfg.learning_rate, decay, warmup_steps)
+
+
+def build_optimizer(cfg: TrainerConfig, total_steps: int) -> keras.mixed_precision.LossScaleOptimizer:
+    """AdamW (no decay on biases and norms, global-norm clipping) in a dynamic LossScaleOptimizer."""
+    adamw = keras.optimizers.AdamW(learning_rate=learning_rate_schedule(cfg, total_steps),
+                                   weight_decay=cfg.weight_decay, global_clipnorm=cfg.clip_norm)
+    adamw.exclude_from_weight_decay(var_names=_NO_DECAY)
+    return keras.mixed_precision.LossScaleOptimizer(adamw, dynamic=True)
+
+
+def make_train_step(model: keras.Model, optimizer: keras.mixed_precision.LossScaleOptimizer,
+                    strategy: tf.distribute.Strategy, element_spec, micro_batch: int,
+                    grad_accum_steps: int) -> Callable[..., Dict[str, tf.Tensor]]:
+    """The compiled step: (features dict, labels) of up to micro_batch * grad_accum_steps
+    examples per replica -> summed loss/accuracy statistics for logging."""
+    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction="none")
+
+    def micro_step(x, y, global_count):
+        variables = model.trainable_variables
+        with tf.GradientTape() as tape:
+            logits = tf.cast(model(x, training=True), tf.float32)  # loss in float32
+            loss = tf.reduce_sum(loss_fn(y, logits)) / global_count
+            scaled = optimizer.get_scaled_loss(loss)
+        grads = optimizer.get_unscaled_gradients(tape.gradient(scaled, variables))
+        correct = tf.reduce_sum(tf.cast(tf.equal(tf.argmax(logits, -1), y), tf.float32))
+        return loss, grads, correct
+
+    def replica_step(x, y):
+        count = tf.shape(y)[0]
+        global_count = tf.cast(count * strategy.num_replicas_in_sync, tf.float32)
+        if grad_accum_steps == 1:
+            loss, grads, correct = micro_step(x, y, global_count)
+        else:
+            loss, correct = tf.constant(0.0), tf.constant(0.0)
+            grads = [tf.zeros_like(v) for v in model.trainable_variables]
+            for start in tf.range(0, count, micro_batch):
+                part = tf.nest.map_structure(lambda t: t[start:start + micro_batch], (x, y))
+                part_loss, part_grads, part_correct = micro_step(*part, global_count)
+                loss += part_loss
+                correct += part_correct
+                grads = [g if p is None else g + p for g, p in zip(grads, part_grads)]
+        grad_norm = tf.linalg.global_norm(grads)
+        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+        return {"loss": loss, "correct": correct, "count": tf.cast(count, tf.float32),
+                "grad_norm": grad_norm / strategy.num_replicas_in_sync}
+
+    @tf.function(input_signature=[element_spec])
+    def train_step(batch):
+        per_replica = strategy.run(replica_step, args=batch)
+        return {k: strategy.reduce(tf.distribute.ReduceOp.SUM, v, axis=None) for k, v in per_replica.items()}
+
+    return train_step

@@ -1,0 +1,153 @@
+"""`run_fn` as TFX's Trainer executor calls it: TensorBoard scalars, SpecAugment on
+the training stream only, crash and resume from checkpoints, and the exported
+SavedModel's three signatures called from a fresh process."""
+import dataclasses
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from tensorboard.backend.event_processing import event_accumulator
+from tfx.components.trainer import fn_args_utils
+from tfx.utils import proto_utils
+from tfx import v1 as tfx
+
+from components import features, trainer
+from pipeline.config import PipelineConfig, load_config
+from tests import tfx_executors
+
+SERVE_SCRIPT = r"""
+import json, sys, os
+os.environ["TF_USE_LEGACY_KERAS"] = "1"
+import tensorflow as tf
+model = tf.saved_model.load(sys.argv[1])
+examples = [bytes.fromhex(h) for h in json.loads(sys.argv[2])]
+wavs = [bytes.fromhex(h) for h in json.loads(sys.argv[3])]
+out = {"signatures": sorted(model.signatures)}
+for i in range(2):
+    ex = model.signatures["serving_default"](examples=tf.constant(examples))
+    wav = model.signatures["serve_wav"](wav=tf.constant(wavs))
+    feats = model.signatures["transform_features"](examples=tf.constant(examples))
+    out[f"run{i}"] = {"examples": ex["probabilities"].numpy().tolist(),
+                      "labels": [l.decode() for l in ex["label"].numpy()],
+                      "wav": wav["probabilities"].numpy().tolist(),
+                      "log_mel": feats["log_mel"].numpy().tolist()}
+print("RESULT" + json.dumps(out))
+"""
+
+
+def _config(**trainer_overrides):
+    config = load_config(None, ["trainer.backbone=logmel_cnn", "trainer.learning_rate=3e-3",
+                                "trainer.grad_accum_steps=1", "trainer.batch_size=8", "features.clip_seconds=0.3"])
+    config.trainer = dataclasses.replace(config.trainer, **trainer_overrides)
+    return config
+
+
+@pytest.fixture(scope="module")
+def transformed(tmp_path_factory):
+    root = tmp_path_factory.mktemp("trainer")
+    input_dict = tfx_executors.make_transformed(root, _config())
+    tfx_executors.save_input_dict(input_dict, root / "input_dict.json")
+    return root, input_dict
+
+
+def _raw_examples(input_dict, split="eval"):
+    from tests.test_wav_example_gen import _read_examples
+    raw_uri = os.path.join(os.path.dirname(input_dict["examples"][0].uri), "examples")
+    return _read_examples(raw_uri)[split]
+
+
+def test_run_fn_logs_scalars_and_exports_signatures_that_serve_in_a_fresh_process(transformed, tmp_path):
+    _, input_dict = transformed
+    config = _config(epochs=6, log_every_steps=2)
+    model = tfx_executors.run_trainer(input_dict, config, tmp_path / "model", tmp_path / "model_run")
+
+    events = event_accumulator.EventAccumulator(str(tmp_path / "model_run"), size_guidance={"tensors": 0})
+    events.Reload()
+    tags = set(events.Tags()["tensors"])
+    assert {"loss", "learning_rate", "loss_scale", "grad_norm", "examples_per_second", "eval_accuracy"} <= tags
+    losses = [tf.make_ndarray(e.tensor_proto) for e in events.Tensors("loss")]
+    assert losses[-1] < losses[0]
+
+    raw = _raw_examples(input_dict)[:6]
+    from tests.test_wav_example_gen import _value
+    export_dir = os.path.join(model.uri, "Format-Serving")
+    proc = subprocess.run(
+        [sys.executable, "-c", SERVE_SCRIPT, export_dir,
+         json.dumps([e.SerializeToString().hex() for e in raw]),
+         json.dumps([_value(e, features.AUDIO).hex() for e in raw])],
+        capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.split("RESULT", 1)[1])
+    assert out["signatures"] == ["serve_wav", "serving_default", "transform_features"]
+    run0, run1 = out["run0"], out["run1"]
+    probabilities = np.array(run0["examples"])
+    assert probabilities.shape == (6, 3)
+    np.testing.assert_allclose(probabilities.sum(axis=1), 1.0, rtol=1e-5)
+    np.testing.assert_allclose(run0["wav"], probabilities, atol=1e-5)
+    assert set(run0["labels"]) <= set(tfx_executors.LABELS)
+    # No SpecAugment in serving: no masked (all-zero) bands, and repeated calls agree exactly.
+    log_mel = np.array(run0["log_mel"])
+    assert not np.any(np.all(log_mel == 0, axis=1)) and not np.any(np.all(log_mel == 0, axis=2))
+    assert run0 == run1
+
+
+def _fn_args(transformed_root, input_dict):
+    return fn_args_utils.get_common_fn_args(input_dict, {
+        "train_args": proto_utils.proto_to_json(tfx.proto.TrainArgs(splits=["train"])),
+        "eval_args": proto_utils.proto_to_json(tfx.proto.EvalArgs(splits=["eval"]))})
+
+
+def _masked_bands(batch):
+    log_mel = batch[features.LOG_MEL].numpy()
+    return int(np.sum(np.all(log_mel == 0, axis=1)) + np.sum(np.all(log_mel == 0, axis=2)))
+
+
+def test_spec_augment_masks_training_batches_with_fresh_masks_each_epoch_and_never_eval(transformed):
+    root, input_dict = transformed
+    fn_args = _fn_args(root, input_dict)
+    tto = __import__("tensorflow_transform").TFTransformOutput(input_dict["transform_graph"][0].uri)
+    cfg = _config(spec_augment=dataclasses.replace(_config().trainer.spec_augment, freq_masks=2, time_masks=2)).trainer
+    train = trainer.make_dataset(fn_args.train_files, fn_args.data_accessor, tto, 64, cfg, training=True)
+    evaluation = trainer.make_dataset(fn_args.train_files, fn_args.data_accessor, tto, 64, cfg, training=False)
+    epoch1 = [x for x, _ in train]
+    epoch2 = [x for x, _ in train]
+    assert sum(_masked_bands(x) for x in epoch1) > 0
+    assert sum(_masked_bands(x) for x, _ in evaluation) == 0
+    sorted_masks = lambda xs: sorted(np.all(x[features.LOG_MEL].numpy() == 0, axis=1).sum() for x in xs)  # noqa: E731
+    assert sorted_masks(epoch1) != sorted_masks(epoch2) or _masked_bands(epoch1[0]) != _masked_bands(epoch2[0])
+
+
+def test_training_killed_mid_run_resumes_from_the_last_checkpoint(transformed, tmp_path):
+    root, _ = transformed
+    config = _config(epochs=60, checkpoint_every_steps=5, log_every_steps=5)
+    args = [sys.executable, "-m", "tests.tfx_executors", str(root / "input_dict.json"),
+            json.dumps(config.to_dict()), str(tmp_path / "model"), str(tmp_path / "model_run")]
+    checkpoints = tmp_path / "model_run" / "checkpoints"
+    first = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.time() + 300
+    while not (checkpoints / "checkpoint").exists() and first.poll() is None and time.time() < deadline:
+        time.sleep(0.2)
+    time.sleep(1.0)
+    first.send_signal(signal.SIGKILL)
+    first.communicate()
+    assert first.returncode == -signal.SIGKILL, "training ended before it could be killed"
+    saved = tf.train.get_checkpoint_state(str(checkpoints)).model_checkpoint_path
+    killed_at = int(saved.rsplit("-", 1)[1])
+
+    second = subprocess.run(args, capture_output=True, text=True, timeout=600)
+    assert second.returncode == 0, second.stdout[-2000:] + second.stderr[-3000:]
+    log = second.stdout + second.stderr
+    assert f"at step {killed_at} of" in log and killed_at > 0
+    total = int(log.split(f"at step {killed_at} of ", 1)[1].split()[0])
+    assert killed_at < total
+    steps_logged = [int(line.split("step ", 1)[1].split("/")[0]) for line in log.splitlines()
+                    if "] step " in line or "absl:step " in line]
+    assert steps_logged and min(steps_logged) > killed_at  # continued, did not restart at 0
+    final = tf.train.get_checkpoint_state(str(checkpoints)).model_checkpoint_path
+    assert int(final.rsplit("-", 1)[1]) == total
