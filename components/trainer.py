@@ -56,6 +56,11 @@ def _evaluate(model: keras.Model, dataset: tf.data.Dataset) -> float:
     return right / max(total, 1.0)
 
 
+def _number(value, kind=float):
+    """A Python number from a tensor or a (possibly mirrored) variable."""
+    return kind(tf.convert_to_tensor(value).numpy())
+
+
 def _float32_copy(trained: keras.Model, build) -> keras.Model:
     """Rebuilds the model under the float32 policy and copies the trained weights."""
     keras.mixed_precision.set_global_policy("float32")
@@ -100,7 +105,7 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
         if manager.latest_checkpoint:
             checkpoint.restore(manager.latest_checkpoint).assert_existing_objects_matched()
             logging.info("Resumed from %s at step %d of %d", manager.latest_checkpoint,
-                         int(optimizer.iterations), total_steps)
+                         _number(optimizer.iterations, int), total_steps)
         _train(model, optimizer, train_step, dist_ds, eval_ds, manager, fn_args.model_run_dir,
                tcfg, steps_per_epoch, total_steps, f"{precision}, {strategy.num_replicas_in_sync} replica(s)")
         if precision != "float32":
@@ -116,7 +121,7 @@ def _train(model, optimizer, train_step, dist_ds, eval_ds, manager, log_dir, tcf
     logging.info("Training %s (%s): %d steps per epoch, %d epochs, %d trainable parameters",
                  model.name, setup, steps_per_epoch, tcfg.epochs,
                  sum(int(tf.size(v)) for v in model.trainable_variables))
-    step = int(optimizer.iterations)
+    step = _number(optimizer.iterations, int)
     while step < total_steps:
         epoch = step // steps_per_epoch
         start, seen = time.time(), 0.0
@@ -126,13 +131,13 @@ def _train(model, optimizer, train_step, dist_ds, eval_ds, manager, log_dir, tcf
                 break
             remaining -= 1
             out = train_step(batch)
-            step = int(optimizer.iterations)
+            step = _number(optimizer.iterations, int)
             seen += float(out["count"])
             if step % tcfg.log_every_steps == 0 or step == total_steps:
                 rate = seen / max(time.time() - start, 1e-9)
-                lr = float(optimizer.inner_optimizer.learning_rate)
+                lr = _number(optimizer.inner_optimizer.learning_rate)
                 scalars = {"loss": float(out["loss"]), "learning_rate": lr,
-                           "loss_scale": float(optimizer.loss_scale), "grad_norm": float(out["grad_norm"]),
+                           "loss_scale": _number(optimizer.loss_scale), "grad_norm": float(out["grad_norm"]),
                            "examples_per_second": rate,
                            "train_accuracy": float(out["correct"]) / max(float(out["count"]), 1.0)}
                 with writer.as_default(step=step):
