@@ -1,0 +1,125 @@
+"""Benchmark: SI-SNR and SNR improvement of off-the-shelf denoisers on the demo
+test split, per noise kind: spectral gating (noisereduce) and RNNoise (pyrnnoise).
+These are the bars the project's own denoiser (issue 4) has to clear.
+
+    .venv/bin/python -m benchmarks.denoise_baselines [--data data/demo] [--out benchmarks/RESULTS-denoise_baselines.md]
+
+The test split is the one the pipeline makes: TFX's own hash partition of `group`
+with the demo config's buckets. RNNoise runs at 48 kHz (soxr resampling) and its
+output is delayed by 20 ms; the benchmark removes that delay, and reports the lag
+cross-correlation finds, as a check.
+"""
+import argparse
+import collections
+import csv
+import os
+
+import pipeline  # noqa: F401  (TF_USE_LEGACY_KERAS before TensorFlow)
+
+import numpy as np
+import noisereduce
+import soundfile
+import soxr
+import tensorflow as tf
+from pyrnnoise import RNNoise
+from tfx import v1 as tfx
+from tfx.components.example_gen.base_example_gen_executor import _PartitionFn
+
+from components import features
+from components.snr_metrics import improvement_db, si_snr_db, snr_db
+from pipeline.config import load_config
+
+RNNOISE_RATE = 48000
+RNNOISE_DELAY_S = 0.020
+
+
+def test_split_rows(data_dir, config_path="pipeline/configs/demo.yaml"):
+    """metadata.csv rows of noisy clips whose group the pipeline puts in `test`."""
+    buckets = load_config(config_path).data.split_buckets
+    names, edges, total = list(buckets), [], 0
+    for name in names:
+        total += buckets[name]
+        edges.append(total)
+    split_config = tfx.proto.SplitConfig(partition_feature_name=features.GROUP)
+    with open(os.path.join(data_dir, "metadata.csv")) as f:
+        rows = [r for r in csv.DictReader(f) if r["clean_file_name"]]
+    out = []
+    for row in rows:
+        example = tf.train.Example()
+        example.features.feature[features.GROUP].bytes_list.value.append(row["group"].encode())
+        if names[_PartitionFn(example, len(edges), edges, split_config)] == "test":
+            out.append(row)
+    return out
+
+
+def rnnoise(noisy: np.ndarray, sr: int) -> np.ndarray:
+    """RNNoise at 48 kHz, back to `sr`, with its 20 ms delay removed."""
+    up = soxr.resample(noisy, sr, RNNOISE_RATE)
+    pcm = np.clip(up * 32767, -32768, 32767).astype(np.int16)
+    frames = [frame for _, frame in RNNoise(RNNOISE_RATE).denoise_chunk(pcm, partial=True)]
+    out = np.concatenate([np.atleast_2d(f)[0] for f in frames]).astype(np.float32) / 32767
+    down = soxr.resample(out, RNNOISE_RATE, sr)
+    delay = int(round(RNNOISE_DELAY_S * sr))
+    aligned = down[delay:delay + len(noisy)]
+    return np.pad(aligned, (0, len(noisy) - len(aligned)))
+
+
+def _lag(reference: np.ndarray, estimate: np.ndarray, sr: int) -> float:
+    corr = np.correlate(estimate, reference, mode="full")
+    return (np.argmax(corr) - (len(reference) - 1)) / sr
+
+
+METHODS = {
+    "noisereduce (spectral gating)": lambda noisy, sr: noisereduce.reduce_noise(y=noisy, sr=sr),
+    "RNNoise": rnnoise,
+}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data", default="data/demo")
+    parser.add_argument("--out", default=None)
+    args = parser.parse_args()
+    rows = test_split_rows(args.data)
+    scores = collections.defaultdict(lambda: collections.defaultdict(list))
+    excluded = collections.Counter()
+    lags = []
+    for row in rows:
+        noisy, sr = soundfile.read(os.path.join(args.data, row["file_name"]), dtype="float32")
+        clean, _ = soundfile.read(os.path.join(args.data, row["clean_file_name"]), dtype="float32")
+        for method, fn in METHODS.items():
+            enhanced = fn(noisy, sr).astype(np.float32)[:len(noisy)]
+            for metric_name, metric in (("SI-SNRi", si_snr_db), ("SNRi", snr_db)):
+                value = improvement_db(metric, clean, noisy, enhanced)
+                if value is None:
+                    excluded[(method, metric_name)] += 1
+                else:
+                    scores[(method, metric_name)][row["noise_kind"]].append(value)
+        if len(lags) < 20:
+            up = soxr.resample(noisy, sr, RNNOISE_RATE)
+            raw = np.concatenate([np.atleast_2d(f)[0] for _, f in RNNoise(RNNOISE_RATE).denoise_chunk(
+                np.clip(up * 32767, -32768, 32767).astype(np.int16), partial=True)]).astype(np.float32)
+            lags.append(_lag(up[:len(raw)], raw[:len(up)], RNNOISE_RATE))
+    kinds = sorted({r["noise_kind"] for r in rows})
+    per_kind = ", ".join(f"{k}: {sum(r['noise_kind'] == k for r in rows)}" for k in kinds)
+    lines = [f"Demo test split: {len(rows)} noisy clips ({per_kind}), "
+             f"input SNR 0-20 dB. Mean improvement in dB (enhanced vs noisy, against the clean reference).",
+             f"RNNoise lag found by cross-correlation (median of {len(lags)} clips): {np.median(lags) * 1000:.1f} ms.", "",
+             "| method | metric | " + " | ".join(kinds) + " | all |",
+             "| --- | --- | " + " | ".join("---" for _ in kinds) + " | --- |"]
+    for (method, metric_name), by_kind in sorted(scores.items()):
+        every = [v for vs in by_kind.values() for v in vs]
+        lines.append(f"| {method} | {metric_name} | " + " | ".join(f"{np.mean(by_kind[k]):.2f}" for k in kinds)
+                     + f" | {np.mean(every):.2f} |")
+    if excluded:
+        lines.append("\nExcluded as undefined: " + ", ".join(f"{m} {n}: {c}" for (m, n), c in excluded.items()))
+    table = "\n".join(lines)
+    print(table)
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write("# Denoising baselines\n\nCommand: `.venv/bin/python -m benchmarks.denoise_baselines "
+                    f"--data {args.data} --out {args.out}`\n\n{table}\n")
+
+
+if __name__ == "__main__":
+    main()
