@@ -25,6 +25,7 @@ from pyrnnoise import RNNoise
 from tfx import v1 as tfx
 from tfx.components.example_gen.base_example_gen_executor import _PartitionFn
 
+from benchmarks.report import publish
 from components import features
 from components.snr_metrics import improvement_db, si_snr_db, snr_db
 from pipeline.config import load_config
@@ -114,11 +115,7 @@ def main():
     if excluded:
         lines.append("\nExcluded as undefined: " + ", ".join(f"{m} {n}: {c}" for (m, n), c in excluded.items()))
     table = "\n".join(lines)
-    print(table)
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write("# Denoising baselines\n\nCommand: `.venv/bin/python -m benchmarks.denoise_baselines "
-                    f"--data {args.data} --out {args.out}`\n\n{table}\n")
+    publish("Denoising baselines", table, args.out)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ import pipeline  # noqa: F401  (TF_USE_LEGACY_KERAS before TensorFlow)
 import numpy as np
 import tensorflow as tf
 
+from benchmarks.report import publish
 from components import features, training_loop
 from components.model import build_model
 from pipeline.config import FeatureConfig, TrainerConfig, Wav2Vec2Config
@@ -94,11 +95,7 @@ def main():
         f"Median of {args.rounds} interleaved rounds of {args.steps} steps, after one warm-up step each.", "",
         "| backbone | trainable params | batch | compiled ex/s | eager ex/s | compiled/eager | traces (compiled, whole run) |",
         "| --- | --- | --- | --- | --- | --- | --- |", *rows])
-    print(table)
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write("# Training step: compiled vs eager\n\nCommand: `.venv/bin/python -m benchmarks.train_step "
-                    f"--rounds {args.rounds} --steps {args.steps} --out {args.out}`\n\n{table}\n")
+    publish("Training step: compiled vs eager", table, args.out)
 
 
 if __name__ == "__main__":
