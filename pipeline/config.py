@@ -22,6 +22,12 @@ class DataConfig:
     metadata_file: str = "metadata.csv"  # audiofolder-style, optional
     max_duration_s: float = 30.0  # longer files are rejected
     max_reject_fraction: float = 0.05  # ExampleGen fails when more are rejected
+    # Noise augmentation: noisy_copies mixtures of each clean utterance with recordings
+    # from noise_base/<noise kind>/*.wav at SNRs drawn from snr_db_range; seeded per file.
+    noise_base: str = ""
+    noisy_copies: int = 0
+    snr_db_range: List[float] = dataclasses.field(default_factory=lambda: [0.0, 20.0])
+    mix_seed: int = 0
     # Hash buckets per split; the split of an example is decided by its group.
     split_buckets: Dict[str, int] = dataclasses.field(
         default_factory=lambda: {"train": 8, "eval": 1, "test": 1})

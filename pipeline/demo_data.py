@@ -23,7 +23,7 @@ from typing import Dict, List, Sequence, Tuple
 import numpy as np
 import soundfile
 
-from components import audio_io, features
+from components import audio_io, features, mixing
 
 SR = features.SAMPLE_RATE
 WORDS = ("yes", "no", "up", "down", "left", "right", "on", "off", "stop", "go")
@@ -113,17 +113,6 @@ def make_noise(kind: str, seed: int, seconds: float, talkers: Sequence[np.ndarra
     return (noise / np.sqrt(np.mean(noise ** 2)) * SPEECH_RMS).astype(np.float32)
 
 
-def mix(clean: np.ndarray, noise: np.ndarray, snr_db: float, rng: np.random.Generator) -> np.ndarray:
-    """clean + a random segment of noise scaled to `snr_db` against the clean signal."""
-    start = int(rng.integers(0, len(noise) - len(clean)))
-    segment = noise[start:start + len(clean)]
-    gain = np.sqrt(np.mean(clean ** 2) / (np.mean(segment ** 2) * 10 ** (snr_db / 10)))
-    noisy = clean + gain * segment
-    if np.abs(noisy).max() >= 1.0:
-        raise ValueError(f"mixture clips at {snr_db:.1f} dB SNR; lower SPEECH_RMS")
-    return noisy
-
-
 def generate(out: str, noise_out: str, num_speakers: int = 64, words: Sequence[str] = WORDS,
              noisy_per_clean: int = 1, snr_range: Tuple[float, float] = (0.0, 20.0), seed: int = 0,
              workers: int = 4) -> Dict[str, int]:
@@ -155,7 +144,10 @@ def generate(out: str, noise_out: str, num_speakers: int = 64, words: Sequence[s
             noise = noises[kind][int(rng.integers(len(noises[kind])))]
             snr = float(np.round(rng.uniform(*snr_range), 2))
             noisy_name = f"{word}/{name}__{kind}_{len(rows)}.wav"
-            soundfile.write(os.path.join(out, noisy_name), mix(clean_q, noise, snr, rng), SR, subtype="PCM_16")
+            noisy, reference = mixing.mix_at_snr(clean_q, noise, snr, rng)
+            if not np.array_equal(reference, clean_q):  # the stored clean file must stay the reference
+                raise ValueError(f"{noisy_name} clips at {snr:.1f} dB SNR; lower SPEECH_RMS")
+            soundfile.write(os.path.join(out, noisy_name), noisy, SR, subtype="PCM_16")
             rows.append([noisy_name, word, group, clean_name, kind, f"{snr:.2f}"])
     with open(os.path.join(out, "metadata.csv"), "w", newline="") as f:
         writer = csv.writer(f)

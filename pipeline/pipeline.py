@@ -20,13 +20,18 @@ PREPROCESSING_FN = "components.transform.preprocessing_fn"
 RUN_FN = "components.trainer.run_fn"
 
 
+def _absolute(path: str) -> str:
+    """Local paths made absolute (components may run elsewhere); URLs (gs://...) kept."""
+    return path if "://" in path else os.path.abspath(path)
+
+
 def create_pipeline(config: PipelineConfig, pipeline_root: Optional[str] = None,
                     metadata_connection_config: Optional[metadata_store_pb2.ConnectionConfig] = None,
                     beam_pipeline_args: Optional[List[str]] = None) -> tfx.dsl.Pipeline:
     """The pipeline for `config`; runners pass their own root, MLMD connection and Beam flags."""
     data = config.data
     example_gen = WavExampleGen(
-        input_base=data.input_base if "://" in data.input_base else os.path.abspath(data.input_base),
+        input_base=_absolute(data.input_base),
         file_pattern=data.file_pattern,
         output_config=tfx.proto.Output(split_config=tfx.proto.SplitConfig(
             splits=[tfx.proto.SplitConfig.Split(name=name, hash_buckets=buckets)
@@ -34,7 +39,9 @@ def create_pipeline(config: PipelineConfig, pipeline_root: Optional[str] = None,
             partition_feature_name="group")),
         metadata_file=data.metadata_file,
         max_duration_s=data.max_duration_s,
-        max_reject_fraction=data.max_reject_fraction)
+        max_reject_fraction=data.max_reject_fraction,
+        noise_base=_absolute(data.noise_base) if data.noise_base else "",
+        noisy_copies=data.noisy_copies, snr_db_range=data.snr_db_range, mix_seed=data.mix_seed)
 
     statistics_gen = tfx.components.StatisticsGen(examples=example_gen.outputs["examples"])
     schema_gen = tfx.components.ImportSchemaGen(schema_file=os.path.join(REPO_ROOT, config.schema_file))

@@ -5,7 +5,7 @@ key) and the split/partition machinery; `BeamExecutorSpec` makes the pipeline's
 `beam_pipeline_args` reach the executor, so DirectRunner, Dataflow, Flink or
 Spark is chosen by Beam's own flags.
 """
-from typing import Optional
+from typing import Optional, Sequence
 
 from google.protobuf import struct_pb2
 from tfx import v1 as tfx
@@ -23,10 +23,13 @@ class WavExampleGen(FileBasedExampleGen):
     def __init__(self, input_base: str, file_pattern: str = "*/*.wav",
                  output_config: Optional[tfx.proto.Output] = None,
                  metadata_file: str = "metadata.csv", max_duration_s: float = 30.0,
-                 max_reject_fraction: float = 0.05):
+                 max_reject_fraction: float = 0.05, noise_base: str = "", noisy_copies: int = 0,
+                 snr_db_range: Sequence[float] = (0.0, 20.0), mix_seed: int = 0):
         options = struct_pb2.Struct()
         options.update({"metadata_file": metadata_file, "max_duration_s": max_duration_s,
-                        "max_reject_fraction": max_reject_fraction})
+                        "max_reject_fraction": max_reject_fraction, "noise_base": noise_base,
+                        "noisy_copies": noisy_copies, "snr_db_range": list(snr_db_range),
+                        "mix_seed": mix_seed})
         custom_config = tfx.proto.CustomConfig()
         custom_config.custom_config.Pack(options)
         super().__init__(

@@ -25,10 +25,12 @@ from tfx.types import artifact_utils, standard_component_specs
 from tfx.utils import proto_utils
 
 from components import audio_io, features
+from components.wav_example_gen import noise_mix
 
 REPORT_DIR_KEY = "_tfx_audio_report_dir"
 REJECTS_FILE = "rejects.jsonl"
 ACCEPTED_FILE = "accepted_count.txt"
+AUGMENTED_FILE = "noisy_copies_count.txt"
 REJECTS_TAG = "rejects"
 _METADATA_COLUMNS = ("file_name", "label", "group", "clean_file_name", "noise_kind", "snr_db")
 
@@ -43,8 +45,8 @@ def _options(exec_properties: Dict[str, Any]) -> Dict[str, Any]:
         struct = struct_pb2.Struct()
         if custom_config.custom_config.Unpack(struct):
             options = json_format.MessageToDict(struct)
-    return {"metadata_file": "metadata.csv", "max_duration_s": 30.0,
-            "max_reject_fraction": 0.05, **options}
+    return {"metadata_file": "metadata.csv", "max_duration_s": 30.0, "max_reject_fraction": 0.05,
+            "noise_base": "", "noisy_copies": 0, "snr_db_range": [0.0, 20.0], "mix_seed": 0, **options}
 
 
 def read_metadata(input_base: str, metadata_file: str) -> Dict[str, Dict[str, str]]:
@@ -177,7 +179,18 @@ def _WavToExample(pipeline: beam.Pipeline, exec_properties: Dict[str, Any],
         | "Reshuffle" >> beam.Reshuffle()
         | "ToExample" >> beam.ParDo(_ToExample(input_base, float(options["max_duration_s"])))
         .with_outputs(REJECTS_TAG, main="examples"))
+    examples = outputs["examples"]
+    copies = int(options["noisy_copies"])
+    noisy = None
+    if options["noise_base"] and copies > 0:
+        noisy = examples | "AddNoisyCopies" >> beam.ParDo(noise_mix.AddNoisyCopies(
+            options["noise_base"], copies, options["snr_db_range"], int(options["mix_seed"])))
     report_dir = exec_properties.get(REPORT_DIR_KEY)
+    if report_dir and noisy is not None:
+        _ = (noisy
+             | "CountNoisy" >> beam.combiners.Count.Globally()
+             | "WriteNoisy" >> beam.io.WriteToText(os.path.join(report_dir, AUGMENTED_FILE),
+                                                   shard_name_template=""))
     if report_dir:
         _ = (outputs[REJECTS_TAG]
              | "RejectsToJson" >> beam.Map(lambda r: json.dumps(r, sort_keys=True))
@@ -187,7 +200,7 @@ def _WavToExample(pipeline: beam.Pipeline, exec_properties: Dict[str, Any],
              | "CountAccepted" >> beam.combiners.Count.Globally()
              | "WriteAccepted" >> beam.io.WriteToText(os.path.join(report_dir, ACCEPTED_FILE),
                                                       shard_name_template=""))
-    return outputs["examples"]
+    return examples if noisy is None else (examples, noisy) | "WithNoisyCopies" >> beam.Flatten()
 
 
 def read_report(report_dir: str) -> Tuple[int, List[Dict[str, str]]]:
@@ -217,11 +230,18 @@ class Executor(BaseExampleGenExecutor):
 
         accepted, rejects = read_report(report_dir)
         total = accepted + len(rejects)
+        noisy_path = os.path.join(report_dir, AUGMENTED_FILE)
+        noisy = 0
+        if FileSystems.exists(noisy_path):
+            with FileSystems.open(noisy_path) as f:
+                noisy = int(f.read().decode().strip() or 0)
         examples.set_int_custom_property("num_input_files", total)
-        examples.set_int_custom_property("num_examples", accepted)
+        examples.set_int_custom_property("num_noisy_copies", noisy)
+        examples.set_int_custom_property("num_examples", accepted + noisy)
         examples.set_int_custom_property("num_rejected", len(rejects))
         examples.set_string_custom_property("rejects_file", os.path.join(report_dir, REJECTS_FILE))
-        logging.info("WAV ExampleGen: %d files in, %d examples, %d rejected", total, accepted, len(rejects))
+        logging.info("WAV ExampleGen: %d files in, %d examples (%d noisy copies), %d rejected",
+                     total, accepted + noisy, noisy, len(rejects))
         input_base = exec_properties[standard_component_specs.INPUT_BASE_KEY]
         if accepted == 0:
             raise ValueError(f"WAV ExampleGen: no usable audio under {input_base} "
