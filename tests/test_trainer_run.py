@@ -159,3 +159,18 @@ def test_training_killed_mid_run_resumes_from_the_last_checkpoint(transformed, t
     assert steps_logged and min(steps_logged) > killed_at  # continued, did not restart at 0
     final = tf.train.get_checkpoint_state(str(checkpoints)).model_checkpoint_path
     assert int(final.rsplit("-", 1)[1]) == total
+
+
+def test_mixed_float16_training_exports_a_float32_saved_model(transformed, tmp_path):
+    _, input_dict = transformed
+    model = tfx_executors.run_trainer(input_dict, _config(epochs=2, precision="mixed_float16"),
+                                      tmp_path / "model", tmp_path / "model_run")
+    loaded = tf.saved_model.load(os.path.join(model.uri, "Format-Serving"))
+    assert loaded.model.variables and all(v.dtype == tf.float32 for v in loaded.model.variables)
+    signature = loaded.signatures["serve_wav"]
+    graph = signature.graph.as_graph_def()
+    half = [node.name for fn in [graph, *graph.library.function] for node in getattr(fn, "node", getattr(fn, "node_def", []))
+            if any(attr.type == tf.float16.as_datatype_enum for attr in node.attr.values())]
+    assert not half, half[:5]
+    wav = _value(_raw_examples(input_dict)[0], features.AUDIO)
+    assert signature(wav=tf.constant([wav]))[features.OUT_PROBABILITIES].dtype == tf.float32
