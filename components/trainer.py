@@ -8,6 +8,7 @@ float32 SavedModel (see `export`).
 """
 from __future__ import annotations
 
+import math
 import os
 import time
 
@@ -27,7 +28,11 @@ from pipeline.config import PipelineConfig, TrainerConfig
 
 def make_dataset(file_pattern, data_accessor, tf_transform_output: tft.TFTransformOutput,
                  batch_size: int, cfg: TrainerConfig, training: bool) -> tf.data.Dataset:
-    """(features dict, label_id) batches; SpecAugment (log-mel) on the training stream only."""
+    """(features dict, label_id) batches; SpecAugment (log-mel) on the training stream only.
+
+    The training stream repeats forever and is read through one iterator for the
+    whole run: a fresh iterator per epoch would restart the random ops' state under
+    a global seed and draw the same masks every epoch."""
     keys = INPUT_KEYS[cfg.backbone]
     ds = data_accessor.tf_dataset_factory(
         file_pattern,
@@ -36,7 +41,7 @@ def make_dataset(file_pattern, data_accessor, tf_transform_output: tft.TFTransfo
     ds = ds.map(lambda f: ({k: f[k] for k in keys}, tf.reshape(f[features.LABEL_ID], [-1])))
     ds = ds.unbatch().cache()
     if training:
-        ds = ds.shuffle(cfg.shuffle_buffer, seed=cfg.seed, reshuffle_each_iteration=True)
+        ds = ds.shuffle(cfg.shuffle_buffer, seed=cfg.seed, reshuffle_each_iteration=True).repeat()
         if cfg.spec_augment.enabled and features.LOG_MEL in keys:
             ds = ds.map(lambda x, y: ({**x, features.LOG_MEL: spec_augment(x[features.LOG_MEL], cfg.spec_augment)}, y),
                         num_parallel_calls=tf.data.AUTOTUNE)
@@ -82,7 +87,9 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
                             global_batch, tcfg, training=True)
     eval_ds = make_dataset(fn_args.eval_files, fn_args.data_accessor, tf_transform_output,
                            tcfg.batch_size, tcfg, training=False)
-    steps_per_epoch = int(train_ds.reduce(0, lambda n, _: n + 1))  # also fills the cache
+    train_examples = int(make_dataset(fn_args.train_files, fn_args.data_accessor, tf_transform_output,
+                                      global_batch, tcfg, training=False).unbatch().reduce(0, lambda n, _: n + 1))
+    steps_per_epoch = max(1, math.ceil(train_examples / global_batch))
     total_steps = steps_per_epoch * tcfg.epochs
     num_classes = tf_transform_output.vocabulary_size_by_name(features.LABEL_VOCAB)
 
@@ -122,15 +129,12 @@ def _train(model, optimizer, train_step, dist_ds, eval_ds, manager, log_dir, tcf
                  model.name, setup, steps_per_epoch, tcfg.epochs,
                  sum(int(tf.size(v)) for v in model.trainable_variables))
     step = _number(optimizer.iterations, int)
+    batches = iter(dist_ds)  # one iterator for the whole run (see make_dataset)
     while step < total_steps:
         epoch = step // steps_per_epoch
         start, seen = time.time(), 0.0
-        remaining = steps_per_epoch - step % steps_per_epoch  # fewer after a resume
-        for batch in dist_ds:
-            if remaining == 0:
-                break
-            remaining -= 1
-            out = train_step(batch)
+        for _ in range(steps_per_epoch - step % steps_per_epoch):  # fewer after a resume
+            out = train_step(next(batches))
             step = _number(optimizer.iterations, int)
             seen += float(out["count"])
             if step % tcfg.log_every_steps == 0 or step == total_steps:

@@ -122,10 +122,13 @@ def test_spec_augment_masks_training_batches_with_fresh_masks_each_epoch_and_nev
     fn_args = _fn_args(input_dict)
     tto = tft.TFTransformOutput(input_dict["transform_graph"][0].uri)
     cfg = _config().trainer  # SpecAugment on: 2 frequency and 2 time masks
-    train = trainer.make_dataset(fn_args.train_files, fn_args.data_accessor, tto, 64, cfg, training=True)
-    evaluation = trainer.make_dataset(fn_args.train_files, fn_args.data_accessor, tto, 64, cfg, training=False)
-    epoch1 = [x for x, _ in train]
-    epoch2 = [x for x, _ in train]
+    tf.random.set_seed(cfg.seed)  # as run_fn does: masks must still change from epoch to epoch
+    train = trainer.make_dataset(fn_args.train_files, fn_args.data_accessor, tto, 8, cfg, training=True)
+    evaluation = trainer.make_dataset(fn_args.train_files, fn_args.data_accessor, tto, 8, cfg, training=False)
+    per_epoch = len(list(evaluation))
+    batches = iter(train)  # one iterator for the run, as run_fn reads it
+    epoch1 = [next(batches)[0] for _ in range(per_epoch)]
+    epoch2 = [next(batches)[0] for _ in range(per_epoch)]
     assert sum(_masked_bands(x) for x in epoch1) > 0
     assert sum(_masked_bands(x) for x, _ in evaluation) == 0
     assert _mask_widths(epoch1) != _mask_widths(epoch2)  # new masks drawn in the second epoch
