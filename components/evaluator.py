@@ -10,13 +10,17 @@ from pipeline.config import EvaluatorConfig
 
 
 def make_eval_config(cfg: EvaluatorConfig) -> tfma.EvalConfig:
+    # The gate is on the whole split; per-slice figures are reported, not gated (a
+    # plain `threshold` would apply to every slice, and one small noisy slice would veto).
     accuracy = tfma.MetricConfig(
         class_name="SparseCategoricalAccuracy",
-        threshold=tfma.MetricThreshold(
-            value_threshold=tfma.GenericValueThreshold(lower_bound={"value": cfg.min_accuracy}),
-            change_threshold=tfma.GenericChangeThreshold(
-                direction=tfma.MetricDirection.HIGHER_IS_BETTER,
-                absolute={"value": -cfg.max_accuracy_regression - 1e-10})))
+        per_slice_thresholds=[tfma.PerSliceMetricThreshold(
+            slicing_specs=[tfma.SlicingSpec()],
+            threshold=tfma.MetricThreshold(
+                value_threshold=tfma.GenericValueThreshold(lower_bound={"value": cfg.min_accuracy}),
+                change_threshold=tfma.GenericChangeThreshold(
+                    direction=tfma.MetricDirection.HIGHER_IS_BETTER,
+                    absolute={"value": -cfg.max_accuracy_regression - 1e-10})))])
     return tfma.EvalConfig(
         model_specs=[tfma.ModelSpec(
             signature_name="serving_default",

@@ -176,6 +176,7 @@ def test_noise_base_adds_deterministic_noisy_copies_at_the_drawn_snr(tmp_path):
         if "#noisy" not in source:
             continue
         original = examples[source.split("#")[0]]
+        assert features.CLEAN_AUDIO not in original.features.feature  # the clean input is left untouched
         assert _value(example, features.GROUP) == _value(original, features.GROUP)
         assert _value(example, features.NOISE_KIND) in (b"pink", b"hum")
         snr = _value(example, features.SNR_DB)

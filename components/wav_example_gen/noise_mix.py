@@ -51,13 +51,16 @@ class AddNoisyCopies(beam.DoFn):
         self._noise = load_noise(self._noise_base)
 
     def process(self, example: tf.train.Example) -> Iterable[tf.train.Example]:
-        feats = example.features.feature
-        if feats[features.CLEAN_AUDIO].bytes_list.value:
-            return  # already noisy with a reference
+        feats = example.features.feature  # read only: Beam inputs must not be mutated, and
+        if features.CLEAN_AUDIO in feats:  # feats[key] on a missing key would insert it
+            return []  # already noisy with a reference
         source = feats[features.SOURCE].bytes_list.value[0].decode()
         clean = audio_io.decode_to_mono_16k(feats[features.AUDIO].bytes_list.value[0])
         if np.mean(clean ** 2) <= 0:
-            return  # silence cannot be mixed at an SNR
+            return []  # silence cannot be mixed at an SNR
+        return self._copies_of(example, source, clean)
+
+    def _copies_of(self, example: tf.train.Example, source: str, clean: np.ndarray) -> Iterable[tf.train.Example]:
         kinds = sorted(self._noise)
         for k in range(self._copies):
             rng = mixing.rng_for(self._seed, f"{source}#{k}")
