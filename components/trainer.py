@@ -48,17 +48,21 @@ def make_dataset(file_pattern, data_accessor, tf_transform_output: tft.TFTransfo
     return ds.batch(batch_size).prefetch(tf.data.AUTOTUNE)
 
 
-def _evaluate(model: keras.Model, dataset: tf.data.Dataset) -> float:
+def _make_evaluate(model: keras.Model):
+    """An accuracy function over a dataset, with its compiled step traced once per run."""
     @tf.function
     def correct(x, y):
         logits = model(x, training=False)
         return tf.reduce_sum(tf.cast(tf.equal(tf.argmax(logits, -1), y), tf.float32))
 
-    right = total = 0.0
-    for x, y in dataset:
-        right += float(correct(x, y))
-        total += float(tf.shape(y)[0])
-    return right / max(total, 1.0)
+    def evaluate(dataset: tf.data.Dataset) -> float:
+        right = total = 0.0
+        for x, y in dataset:
+            right += float(correct(x, y))
+            total += float(tf.shape(y)[0])
+        return right / max(total, 1.0)
+
+    return evaluate
 
 
 def _number(value, kind=float):
@@ -128,6 +132,7 @@ def _train(model, optimizer, train_step, dist_ds, eval_ds, manager, log_dir, tcf
     logging.info("Training %s (%s): %d steps per epoch, %d epochs, %d trainable parameters",
                  model.name, setup, steps_per_epoch, tcfg.epochs,
                  sum(int(tf.size(v)) for v in model.trainable_variables))
+    evaluate = _make_evaluate(model)
     step = _number(optimizer.iterations, int)
     batches = iter(dist_ds)  # one iterator for the whole run (see make_dataset)
     while step < total_steps:
@@ -151,7 +156,7 @@ def _train(model, optimizer, train_step, dist_ds, eval_ds, manager, log_dir, tcf
                              total_steps, epoch + 1, *scalars.values())
             if step % tcfg.checkpoint_every_steps == 0:
                 manager.save(checkpoint_number=step)
-        accuracy = _evaluate(model, eval_ds)
+        accuracy = evaluate(eval_ds)
         with writer.as_default(step=step):
             tf.summary.scalar("eval_accuracy", accuracy)
         logging.info("epoch %d: eval accuracy %.4f", epoch + 1, accuracy)

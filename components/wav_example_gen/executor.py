@@ -203,10 +203,15 @@ def _WavToExample(pipeline: beam.Pipeline, exec_properties: Dict[str, Any],
     return examples if noisy is None else (examples, noisy) | "WithNoisyCopies" >> beam.Flatten()
 
 
+def _read_count(path: str) -> int:
+    """A count written by Count.Globally | WriteToText."""
+    with FileSystems.open(path) as f:
+        return int(f.read().decode().strip() or 0)
+
+
 def read_report(report_dir: str) -> Tuple[int, List[Dict[str, str]]]:
     """Returns (accepted count, reject records) written by one ExampleGen run."""
-    with FileSystems.open(os.path.join(report_dir, ACCEPTED_FILE)) as f:
-        accepted = int(f.read().decode().strip() or 0)
+    accepted = _read_count(os.path.join(report_dir, ACCEPTED_FILE))
     rejects_path = os.path.join(report_dir, REJECTS_FILE)
     rejects: List[Dict[str, str]] = []
     if FileSystems.exists(rejects_path):
@@ -231,10 +236,7 @@ class Executor(BaseExampleGenExecutor):
         accepted, rejects = read_report(report_dir)
         total = accepted + len(rejects)
         noisy_path = os.path.join(report_dir, AUGMENTED_FILE)
-        noisy = 0
-        if FileSystems.exists(noisy_path):
-            with FileSystems.open(noisy_path) as f:
-                noisy = int(f.read().decode().strip() or 0)
+        noisy = _read_count(noisy_path) if FileSystems.exists(noisy_path) else 0  # only with noise_base
         examples.set_int_custom_property("num_input_files", total)
         examples.set_int_custom_property("num_noisy_copies", noisy)
         examples.set_int_custom_property("num_examples", accepted + noisy)
