@@ -192,3 +192,32 @@ def test_noise_base_without_recordings_is_a_clear_error(tmp_path):
     (tmp_path / "noise").mkdir()
     with pytest.raises(Exception, match=r"no noise recordings found; expected .*/<noise kind>/\*.wav"):
         _run_executor(tmp_path / "audio", tmp_path / "out", noise_base=str(tmp_path / "noise"), noisy_copies=1)
+
+
+def test_paired_layout_reads_noisy_with_clean_references_and_measures_the_input_snr(tmp_path):
+    """VoiceBank-DEMAND style noisy/ and clean/ folders with matching names."""
+    base = tmp_path / "paired"
+    rng = np.random.default_rng(4)
+    for label, freq in (("yes", 300), ("no", 700)):
+        for k in range(2):
+            clean = tone(0.5, freq * (1 + 0.1 * k))
+            noise = rng.standard_normal(clean.size)
+            noise *= np.sqrt(np.mean(clean ** 2) / np.mean(noise ** 2) / 10 ** (6.0 / 10))  # 6 dB
+            write_wav(base / "clean" / label / f"u{k}.wav", clean)
+            write_wav(base / "noisy" / label / f"u{k}.wav", clean + noise)
+    write_wav(base / "noisy" / "yes" / "orphan.wav", tone(0.5, 500))  # no clean counterpart
+    examples = _run_executor(base, tmp_path / "out", file_pattern="noisy/*/*.wav",
+                             layout="paired", max_reject_fraction=0.5)
+    got = [e for split in _read_examples(examples.uri).values() for e in split]
+    assert sorted(_value(e, features.SOURCE).decode() for e in got) == [
+        "noisy/no/u0.wav", "noisy/no/u1.wav", "noisy/yes/u0.wav", "noisy/yes/u1.wav"]
+    for example in got:
+        label = _value(example, features.LABEL).decode()
+        assert _value(example, features.SOURCE).decode().startswith(f"noisy/{label}/")
+        clean = audio_io.decode_to_mono_16k(_value(example, features.CLEAN_AUDIO))
+        noisy = audio_io.decode_to_mono_16k(_value(example, features.AUDIO))
+        assert _value(example, features.SNR_DB) == pytest.approx(6.0, abs=0.1)
+        assert np.corrcoef(clean, noisy)[0, 1] > 0.8  # really the matching pair
+    _, rejects = wav_executor.read_report(os.path.join(examples.uri, "ingest_report"))
+    assert rejects == [{"source": "noisy/yes/orphan.wav",
+                        "reason": "paired layout: no clean reference clean/yes/orphan.wav"}]

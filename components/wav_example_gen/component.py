@@ -23,11 +23,13 @@ class WavExampleGen(FileBasedExampleGen):
     def __init__(self, input_base: str, file_pattern: str = "*/*.wav",
                  output_config: Optional[tfx.proto.Output] = None,
                  metadata_file: str = "metadata.csv", max_duration_s: float = 30.0,
-                 max_reject_fraction: float = 0.05, noise_base: str = "", noisy_copies: int = 0,
+                 max_reject_fraction: float = 0.05, layout: str = "folders",
+                 noise_base: str = "", noisy_copies: int = 0,
                  snr_db_range: Sequence[float] = (0.0, 20.0), mix_seed: int = 0):
         options = struct_pb2.Struct()
         options.update({"metadata_file": metadata_file, "max_duration_s": max_duration_s,
-                        "max_reject_fraction": max_reject_fraction, "noise_base": noise_base,
+                        "max_reject_fraction": max_reject_fraction, "layout": layout,
+                        "noise_base": noise_base,
                         "noisy_copies": noisy_copies, "snr_db_range": list(snr_db_range),
                         "mix_seed": mix_seed})
         custom_config = tfx.proto.CustomConfig()

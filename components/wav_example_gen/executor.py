@@ -2,8 +2,11 @@
 
 Input: `input_base/<label>/*.wav` (the split pattern), plus an optional
 audiofolder-style `metadata.csv` (`file_name,label[,group,clean_file_name,
-noise_kind,snr_db]`). Every file ends up either as an example or as a line in
-`<examples uri>/ingest_report/rejects.jsonl` with its reason.
+noise_kind,snr_db]`). With `layout=paired` (VoiceBank-DEMAND style), files under
+`noisy/` take `clean/` + the same relative path as their clean reference, and
+a label folder, if any, comes after `noisy/`. Where a clean reference exists and
+no `snr_db` is given, the input SNR is measured. Every file ends up either as an
+example or as a line in `<examples uri>/ingest_report/rejects.jsonl` with its reason.
 """
 from __future__ import annotations
 
@@ -24,7 +27,7 @@ from tfx.proto import example_gen_pb2
 from tfx.types import artifact_utils, standard_component_specs
 from tfx.utils import proto_utils
 
-from components import audio_io, features
+from components import audio_io, features, snr_metrics
 from components.wav_example_gen import noise_mix
 
 REPORT_DIR_KEY = "_tfx_audio_report_dir"
@@ -32,6 +35,8 @@ REJECTS_FILE = "rejects.jsonl"
 ACCEPTED_FILE = "accepted_count.txt"
 AUGMENTED_FILE = "noisy_copies_count.txt"
 REJECTS_TAG = "rejects"
+LAYOUTS = ("folders", "paired")
+NOISY_DIR, CLEAN_DIR = "noisy/", "clean/"  # the paired layout's folders
 _METADATA_COLUMNS = ("file_name", "label", "group", "clean_file_name", "noise_kind", "snr_db")
 
 
@@ -46,7 +51,8 @@ def _options(exec_properties: Dict[str, Any]) -> Dict[str, Any]:
         if custom_config.custom_config.Unpack(struct):
             options = json_format.MessageToDict(struct)
     return {"metadata_file": "metadata.csv", "max_duration_s": 30.0, "max_reject_fraction": 0.05,
-            "noise_base": "", "noisy_copies": 0, "snr_db_range": [0.0, 20.0], "mix_seed": 0, **options}
+            "layout": "folders", "noise_base": "", "noisy_copies": 0, "snr_db_range": [0.0, 20.0],
+            "mix_seed": 0, **options}
 
 
 def read_metadata(input_base: str, metadata_file: str) -> Dict[str, Dict[str, str]]:
@@ -89,9 +95,12 @@ def _float_feature(value: float) -> tf.train.Feature:
 class _ToExample(beam.DoFn):
     """Turns one (source, metadata) pair into a tf.Example or a reject record."""
 
-    def __init__(self, input_base: str, max_duration_s: float):
+    def __init__(self, input_base: str, max_duration_s: float, layout: str = "folders"):
+        if layout not in LAYOUTS:
+            raise ValueError(f"data.layout {layout!r}: expected one of {LAYOUTS}")
         self._input_base = input_base
         self._max_duration_s = max_duration_s
+        self._paired = layout == "paired"
         self._rejected = beam.metrics.Metrics.counter("wav_example_gen", "rejected")
         self._accepted = beam.metrics.Metrics.counter("wav_example_gen", "accepted")
 
@@ -113,10 +122,19 @@ class _ToExample(beam.DoFn):
         if duration > self._max_duration_s:
             raise audio_io.AudioError(
                 f"{duration:.1f} s long, over the {self._max_duration_s} s limit (data.max_duration_s)")
-        label = meta.get("label") or (source.split("/")[0] if "/" in source else "")
-        if not label:
-            raise audio_io.AudioError("no label: put the file in a <label>/ folder or list it in metadata.csv")
         clean_name = meta.get("clean_file_name", "")
+        folders = source
+        if self._paired:
+            if not source.startswith(NOISY_DIR):
+                raise audio_io.AudioError(f"data.layout=paired reads files under {NOISY_DIR} only")
+            folders = source[len(NOISY_DIR):]
+            clean_name = clean_name or CLEAN_DIR + folders
+            if not FileSystems.exists(os.path.join(self._input_base, clean_name)):
+                raise audio_io.AudioError(f"paired layout: no clean reference {clean_name}")
+        label = meta.get("label") or (folders.split("/")[0] if "/" in folders else "")
+        if not label:
+            where = f"{NOISY_DIR}<label>/" if self._paired else "<label>/"
+            raise audio_io.AudioError(f"no label: put the file in a {where} folder or list it in metadata.csv")
         group = meta.get("group") or clean_name or source
         feats = {
             features.AUDIO: _bytes_feature(audio_io.encode_pcm16_wav(audio)),
@@ -134,6 +152,11 @@ class _ToExample(beam.DoFn):
                 raise audio_io.AudioError(
                     f"clean reference {clean_name} is {len(clean)} samples, noisy file {len(audio)}")
             feats[features.CLEAN_AUDIO] = _bytes_feature(audio_io.encode_pcm16_wav(clean))
+            if not meta.get("snr_db"):  # measured; None (silent or identical) records nothing
+                n = min(len(clean), len(audio))
+                measured = snr_metrics.snr_db(clean[:n], audio[:n])
+                if measured is not None:
+                    feats[features.SNR_DB] = _float_feature(round(measured, 2))
         if meta.get("noise_kind"):
             feats[features.NOISE_KIND] = _bytes_feature(meta["noise_kind"].encode())
         if meta.get("snr_db"):
@@ -177,7 +200,7 @@ def _WavToExample(pipeline: beam.Pipeline, exec_properties: Dict[str, Any],
         {"file": files, "meta": meta}
         | "JoinMetadata" >> beam.CoGroupByKey()
         | "Reshuffle" >> beam.Reshuffle()
-        | "ToExample" >> beam.ParDo(_ToExample(input_base, float(options["max_duration_s"])))
+        | "ToExample" >> beam.ParDo(_ToExample(input_base, float(options["max_duration_s"]), options["layout"]))
         .with_outputs(REJECTS_TAG, main="examples"))
     examples = outputs["examples"]
     copies = int(options["noisy_copies"])
