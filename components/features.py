@@ -24,7 +24,14 @@ OPTIONAL_KEYS = (CLEAN_AUDIO, NOISE_KIND, SNR_DB)
 LOG_MEL = "log_mel"  # [frames, mel bins], normalized per bin (logmel_cnn input)
 WAVEFORM = "waveform"  # [samples], per-utterance normalized, zero padded (wav2vec2 input)
 NUM_SAMPLES = "num_samples"  # valid (unpadded) samples in WAVEFORM
+WAVEFORM_MEAN = "waveform_mean"  # the per-utterance normalization of WAVEFORM, to undo it
+WAVEFORM_STD = "waveform_std"
+CLEAN_WAVEFORM = "clean_waveform"  # clean reference, normalized like WAVEFORM; zeros if none
+HAS_CLEAN = "has_clean"  # 1 where CLEAN_WAVEFORM is a real reference, else 0
+SNR_BUCKET = "snr_bucket"  # input-SNR bucket ("0-5", ...) or NO_REFERENCE; a slicing key
 LABEL_ID = "label_id"
+
+NO_REFERENCE = "no_reference"
 
 # tft vocabulary of label strings; its index is LABEL_ID.
 LABEL_VOCAB = "label"
@@ -32,3 +39,8 @@ LABEL_VOCAB = "label"
 # Output keys of the exported model's signatures.
 OUT_PROBABILITIES = "probabilities"
 OUT_LABEL = "label"
+OUT_ENHANCED = "enhanced"  # [B, samples] enhanced WAVEFORM (denoiser on), normalized scale
+OUT_ENHANCED_WAV = "enhanced_wav"  # 16 kHz PCM16 WAV bytes of the enhanced audio (serve_wav)
+
+# Output keys of the Keras models (components/model.py).
+LOGITS = "logits"

@@ -7,7 +7,7 @@ it; tensorflow-io's audio ops are custom ops and stay out.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Tuple
+from typing import Any, Dict, List, Optional, Sequence
 
 import tensorflow as tf
 import tensorflow_transform as tft
@@ -26,22 +26,63 @@ def _dense(tensor: Any, default: Any) -> tf.Tensor:
     return tf.reshape(tensor, [-1])
 
 
-def decode_waveform(wav_bytes: tf.Tensor, num_samples: int) -> Tuple[tf.Tensor, tf.Tensor]:
-    """[B] PCM16 WAV bytes -> ([B, num_samples] float32, [B] int64 valid lengths):
-    cropped or zero-padded, each utterance normalized to zero mean and unit
-    variance over its own samples (as Wav2Vec2FeatureExtractor does)."""
+def decode_16k(wav: tf.Tensor) -> tf.Tensor:
+    """One WAV (bytes) -> [samples] float32 mono; fails, saying so, unless it is 16 kHz
+    (the ExampleGen always writes 16 kHz; serving clients must send it)."""
+    decoded = tf.audio.decode_wav(wav, desired_channels=1)
+    check = tf.debugging.assert_equal(
+        decoded.sample_rate, tf.constant(features.SAMPLE_RATE, tf.int32),
+        message=f"expected {features.SAMPLE_RATE} Hz WAV audio")
+    with tf.control_dependencies([check]):
+        return tf.identity(decoded.audio[:, 0])
 
-    def one(wav: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor]:
-        audio = tf.audio.decode_wav(wav, desired_channels=1).audio[:, 0]
-        audio = audio[:num_samples]
+
+def decode_waveform(wav_bytes: tf.Tensor, num_samples: int,
+                    reference_bytes: Optional[tf.Tensor] = None) -> Dict[str, tf.Tensor]:
+    """[B] PCM16 WAV bytes -> {WAVEFORM [B, num_samples], NUM_SAMPLES, WAVEFORM_MEAN,
+    WAVEFORM_STD}: cropped or zero-padded, each utterance normalized to zero mean and
+    unit variance over its own samples (as Wav2Vec2FeatureExtractor does).
+
+    With `reference_bytes` (clean references, same length), also CLEAN_WAVEFORM:
+    the reference cropped and normalized with the *noisy* utterance's mean and std,
+    so enhanced, noisy and clean share one scale and SNRs are preserved."""
+
+    def pcm(wav: tf.Tensor) -> tf.Tensor:
+        audio = decode_16k(wav)[:num_samples]
+        return tf.pad(audio, [[0, num_samples - tf.shape(audio)[0]]])
+
+    def one(wav: tf.Tensor):
+        audio = decode_16k(wav)[:num_samples]
         mean, var = tf.nn.moments(audio, axes=[0])
-        audio = (audio - mean) / tf.sqrt(var + 1e-8)
+        std = tf.sqrt(var + 1e-8)
         length = tf.shape(audio, out_type=tf.int64)[0]
-        return tf.pad(audio, [[0, num_samples - tf.shape(audio)[0]]]), length
+        return tf.pad((audio - mean) / std, [[0, num_samples - tf.shape(audio)[0]]]), length, mean, std
 
-    out, lengths = tf.map_fn(one, wav_bytes, fn_output_signature=(
-        tf.TensorSpec([num_samples], tf.float32), tf.TensorSpec([], tf.int64)))
-    return tf.ensure_shape(out, [None, num_samples]), lengths
+    scalar = tf.TensorSpec([], tf.float32)
+    out, lengths, mean, std = tf.map_fn(one, wav_bytes, fn_output_signature=(
+        tf.TensorSpec([num_samples], tf.float32), tf.TensorSpec([], tf.int64), scalar, scalar))
+    result = {features.WAVEFORM: tf.ensure_shape(out, [None, num_samples]), features.NUM_SAMPLES: lengths,
+              features.WAVEFORM_MEAN: mean, features.WAVEFORM_STD: std}
+    if reference_bytes is not None:
+        clean = tf.map_fn(pcm, reference_bytes, fn_output_signature=tf.TensorSpec([num_samples], tf.float32))
+        valid = tf.sequence_mask(lengths, num_samples, dtype=tf.float32)
+        result[features.CLEAN_WAVEFORM] = tf.ensure_shape(
+            (clean - mean[:, None]) / std[:, None] * valid, [None, num_samples])
+    return result
+
+
+def snr_bucket_names(edges: Sequence[float]) -> List[str]:
+    """Bucket names for edges [0, 5, 10, 20]: <0, 0-5, 5-10, 10-20, >=20."""
+    return [f"<{edges[0]:g}"] + [f"{lo:g}-{hi:g}" for lo, hi in zip(edges, edges[1:])] + [f">={edges[-1]:g}"]
+
+
+def snr_bucket(snr_db: tf.Tensor, has_clean: tf.Tensor, edges: Sequence[float]) -> tf.Tensor:
+    """[B] input SNRs -> [B] bucket names (`snr_bucket_names`); NO_REFERENCE where
+    there is no clean reference or no SNR."""
+    names = snr_bucket_names(edges)
+    index = tf.raw_ops.Bucketize(input=snr_db, boundaries=[float(e) for e in edges])
+    known = has_clean & tf.math.is_finite(snr_db)
+    return tf.where(known, tf.gather(tf.constant(names), index), features.NO_REFERENCE)
 
 
 def log_mel(waveform: tf.Tensor, cfg: FeatureConfig) -> tf.Tensor:
@@ -58,15 +99,27 @@ def _feature_config(custom_config: Dict[str, Any] | None) -> FeatureConfig:
 
 
 def preprocessing_fn(inputs: Dict[str, Any], custom_config: Dict[str, Any] | None = None) -> Dict[str, Any]:
-    """TFX Transform entry point: log-mel normalized per mel bin over the full pass."""
+    """TFX Transform entry point: waveforms (noisy and clean reference), log-mel
+    normalized per mel bin over the full pass, the input-SNR bucket, the label id."""
     cfg = _feature_config(custom_config)
-    waveform, lengths = decode_waveform(_dense(inputs[features.AUDIO], b""), cfg.num_samples)
-    mel = log_mel(waveform, cfg)
+    audio = _dense(inputs[features.AUDIO], b"")
+    if features.CLEAN_AUDIO in inputs:
+        clean = _dense(inputs[features.CLEAN_AUDIO], b"")
+        has_clean = tf.strings.length(clean) > 0
+        clean = tf.where(has_clean, clean, audio)  # decodable; zeroed below
+    else:  # a schema without clean references
+        has_clean, clean = tf.zeros_like(audio, tf.bool), audio
+    outputs = decode_waveform(audio, cfg.num_samples, clean)
+    outputs[features.CLEAN_WAVEFORM] *= tf.cast(has_clean, tf.float32)[:, None]
+    outputs[features.HAS_CLEAN] = tf.cast(has_clean, tf.int64)
+    snr = _dense(inputs[features.SNR_DB], float("nan")) if features.SNR_DB in inputs else tf.fill(
+        tf.shape(audio), float("nan"))
+    outputs[features.SNR_BUCKET] = snr_bucket(snr, has_clean, cfg.snr_bucket_edges_db)
+    mel = log_mel(outputs[features.WAVEFORM], cfg)
     per_bin = tf.reshape(mel, [-1, cfg.num_mel_bins])  # every frame is a sample of its bin
     mean = tft.mean(per_bin, reduce_instance_dims=False)
     var = tft.var(per_bin, reduce_instance_dims=False)
-    outputs = {features.LOG_MEL: (mel - mean) / tf.sqrt(var + _EPS),
-               features.WAVEFORM: waveform, features.NUM_SAMPLES: lengths}
+    outputs[features.LOG_MEL] = (mel - mean) / tf.sqrt(var + _EPS)
     if features.LABEL in inputs:
         outputs[features.LABEL_ID] = tft.compute_and_apply_vocabulary(
             _dense(inputs[features.LABEL], b""), vocab_filename=features.LABEL_VOCAB)

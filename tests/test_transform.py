@@ -1,16 +1,19 @@
 """The Transform module: WAV decoding, crop/pad, per-utterance normalization,
 log-mel with full-pass normalization (run with tf.Transform's own Beam impl),
 the label vocabulary, and SpecAugment."""
+import io
 import tempfile
 
 import numpy as np
 import pytest
+import soundfile
 import tensorflow as tf
 import tensorflow_transform.beam as tft_beam
 from tensorflow_transform.tf_metadata import dataset_metadata, schema_utils
 
 from components import audio_io, features, transform
 from pipeline.config import FeatureConfig, SpecAugmentConfig
+from components.snr_metrics import snr_db
 from tests.audio_helpers import tone
 
 
@@ -21,8 +24,8 @@ def _wav(samples):
 def test_decode_waveform_crops_pads_and_normalizes_each_utterance():
     short = 0.5 * tone(0.25, 300) + 0.1  # offset and quiet: normalization removes both
     long = tone(2.0, 500)
-    out, lengths = transform.decode_waveform(tf.constant([_wav(short), _wav(long)]), 16000)
-    out = out.numpy()
+    decoded = transform.decode_waveform(tf.constant([_wav(short), _wav(long)]), 16000)
+    out, lengths = decoded[features.WAVEFORM].numpy(), decoded[features.NUM_SAMPLES]
     assert out.shape == (2, 16000)
     assert list(lengths.numpy()) == [4000, 16000]
     valid = out[0, :4000]
@@ -30,6 +33,39 @@ def test_decode_waveform_crops_pads_and_normalizes_each_utterance():
     assert valid.std() == pytest.approx(1.0, abs=1e-2)
     assert np.all(out[0, 4000:] == 0.0)  # zero padding after the utterance
     assert out[1].std() == pytest.approx(1.0, abs=1e-2)  # cropped, no padding
+    # The normalization can be undone (serve_wav does, for the enhanced audio).
+    restored = valid * decoded[features.WAVEFORM_STD][0].numpy() + decoded[features.WAVEFORM_MEAN][0].numpy()
+    np.testing.assert_allclose(restored, short, atol=1e-4)
+
+
+def test_audio_at_another_sample_rate_is_refused_not_misread():
+    buf = io.BytesIO()
+    soundfile.write(buf, tone(0.5, 440, rate=8000), 8000, subtype="PCM_16", format="WAV")
+    with pytest.raises(tf.errors.InvalidArgumentError, match="expected 16000 Hz WAV audio"):
+        transform.decode_waveform(tf.constant([buf.getvalue()]), 16000)
+
+
+def test_clean_reference_shares_the_noisy_scale_so_snr_is_preserved():
+    rng = np.random.default_rng(1)
+    clean = 0.2 * tone(0.5, 440) + 0.05
+    noise = 0.05 * rng.standard_normal(clean.size)
+    noisy = clean + noise
+    decoded = transform.decode_waveform(tf.constant([_wav(noisy)]), 16000, tf.constant([_wav(clean)]))
+    n = clean.size
+    noisy_n, clean_n = decoded[features.WAVEFORM][0].numpy(), decoded[features.CLEAN_WAVEFORM][0].numpy()
+    assert np.all(clean_n[n:] == 0.0)
+    # Both are shifted by the noisy utterance's mean, then scaled: the SNR is that of
+    # the shifted pair (which also removes the DC offset here).
+    offset = noisy.mean()
+    assert snr_db(clean_n[:n], noisy_n[:n]) == pytest.approx(snr_db(clean - offset, noisy - offset), abs=0.05)
+
+
+def test_snr_bucket_names_follow_the_configured_edges():
+    snr = tf.constant([-3.0, 0.0, 4.9, 5.0, 12.0, 20.0, 7.0, float("nan")])
+    has_clean = tf.constant([True] * 6 + [False, True])
+    buckets = transform.snr_bucket(snr, has_clean, [0.0, 5.0, 10.0, 20.0]).numpy().tolist()
+    assert [b.decode() for b in buckets] == [
+        "<0", "0-5", "0-5", "5-10", "10-20", ">=20", features.NO_REFERENCE, features.NO_REFERENCE]
 
 
 def test_log_mel_has_the_configured_frames_and_bins():
@@ -41,12 +77,16 @@ def test_log_mel_has_the_configured_frames_and_bins():
 
 def test_preprocessing_fn_normalizes_over_the_full_pass_and_maps_labels():
     raw_spec = {features.AUDIO: tf.io.FixedLenFeature([1], tf.string),
-                features.LABEL: tf.io.FixedLenFeature([1], tf.string)}
+                features.LABEL: tf.io.FixedLenFeature([1], tf.string),
+                features.CLEAN_AUDIO: tf.io.VarLenFeature(tf.string),
+                features.SNR_DB: tf.io.VarLenFeature(tf.float32)}
     metadata = dataset_metadata.DatasetMetadata(schema_utils.schema_from_feature_spec(raw_spec))
     rng = np.random.default_rng(0)
     data = [{features.AUDIO: [_wav(tone(0.6, f) + 0.01 * rng.standard_normal(9600))],
-             features.LABEL: [label]}
+             features.LABEL: [label], features.CLEAN_AUDIO: [], features.SNR_DB: []}
             for f, label in [(200, b"low"), (250, b"low"), (3000, b"high"), (3500, b"high"), (3200, b"high")]]
+    data[1][features.CLEAN_AUDIO] = [_wav(tone(0.6, 250))]  # the second one has a clean reference
+    data[1][features.SNR_DB] = [7.5]
     custom_config = {"config": {"features": {"clip_seconds": 0.5, "num_mel_bins": 32}}}
     with tft_beam.Context(temp_dir=tempfile.mkdtemp()):
         (transformed, transformed_metadata), transform_fn = (
@@ -60,6 +100,11 @@ def test_preprocessing_fn_normalizes_over_the_full_pass_and_maps_labels():
     ids = [int(t[features.LABEL_ID]) for t in transformed]
     # tft orders the vocabulary by frequency: "high" (3) is 0, "low" (2) is 1.
     assert ids == [1, 1, 0, 0, 0]
+    assert [int(t[features.HAS_CLEAN]) for t in transformed] == [0, 1, 0, 0, 0]
+    assert [t[features.SNR_BUCKET] for t in transformed] == [
+        features.NO_REFERENCE.encode(), b"5-10"] + [features.NO_REFERENCE.encode()] * 3
+    assert not np.any(transformed[0][features.CLEAN_WAVEFORM])  # no reference: zeros
+    assert snr_db(transformed[1][features.CLEAN_WAVEFORM], transformed[1][features.WAVEFORM]) > 20
 
 
 def test_spec_augment_masks_bands_within_the_configured_widths():
