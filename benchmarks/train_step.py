@@ -17,7 +17,7 @@ import tensorflow as tf
 
 from benchmarks.report import publish
 from components import features, training_loop
-from components.model import build_model
+from components.model import build_model, input_keys
 from pipeline.config import FeatureConfig, TrainerConfig, Wav2Vec2Config
 
 TINY = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
@@ -42,10 +42,10 @@ def _batch(batch_size, feats: FeatureConfig, rng):
 
 
 def _step_fn(cfg, feats, batch):
-    model = build_model(cfg, 10, feats.num_samples, feats.num_frames, feats.num_mel_bins)
+    model = build_model(cfg, feats, 10)
     optimizer = training_loop.build_optimizer(cfg, total_steps=1000)
     optimizer.build(model.trainable_variables)
-    keys = {features.LOG_MEL} if cfg.backbone == "logmel_cnn" else {features.WAVEFORM, features.NUM_SAMPLES}
+    keys = set(input_keys(cfg))
     x = {k: v for k, v in batch[0].items() if k in keys}
     spec = ({k: tf.TensorSpec([None, *v.shape[1:]], v.dtype) for k, v in x.items()}, tf.TensorSpec([None], tf.int64))
     step = training_loop.make_train_step(model, optimizer, tf.distribute.get_strategy(), spec,

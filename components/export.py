@@ -1,10 +1,16 @@
 """The exported SavedModel: float32, with the Transform graph inside.
 
 Signatures:
-- `serving_default`: serialized tf.Examples -> `probabilities`, `label`
+- `serving_default`: serialized tf.Examples -> `probabilities`, `label` (+ `enhanced`)
 - `transform_features`: serialized tf.Examples -> transformed features (TFMA's
-  preprocessing function, which gives it `label_id`)
-- `serve_wav`: 16 kHz PCM16 WAV bytes -> `probabilities`, `label`
+  preprocessing function, which gives it `label_id` and the clean reference)
+- `serve_wav`: 16 kHz PCM16 WAV bytes -> `probabilities`, `label` (+ `enhanced_wav`)
+- `denoise_wav` (denoiser on): one 16 kHz PCM16 WAV of any length -> `enhanced_wav`,
+  the whole recording enhanced
+With the denoiser, `enhanced` is the enhanced waveform at the Transform's
+normalized scale, and `enhanced_wav` the enhanced audio at the input's level as
+16 kHz mono PCM16 WAV bytes; in the first two signatures both cover the model's
+window (`features.clip_seconds`), as the classifier does.
 None of them applies SpecAugment or latent masking: the model runs with training=False.
 """
 from __future__ import annotations
@@ -16,6 +22,7 @@ import tensorflow_transform as tft
 import tf_keras as keras
 
 from components import features
+from components.transform import decode_16k
 
 
 class _ServingModule(tf.Module):
@@ -27,12 +34,32 @@ class _ServingModule(tf.Module):
         self.labels = tf.constant(tf_transform_output.vocabulary_by_name(features.LABEL_VOCAB))
         self._raw_spec = tf_transform_output.raw_feature_spec()
         self._input_keys = tuple(input_keys)
+        if getattr(model, "denoiser", None) is not None:  # only traced (and saved) when there is one
+            self.denoise_wav = tf.function(
+                self._denoise_wav, input_signature=[tf.TensorSpec([], tf.string, name="wav")])
 
     def _predict(self, transformed):
-        inputs = {key: transformed[key] for key in self._input_keys}
-        probabilities = tf.nn.softmax(tf.cast(self.model(inputs, training=False), tf.float32))
-        return {features.OUT_PROBABILITIES: probabilities,
-                features.OUT_LABEL: tf.gather(self.labels, tf.argmax(probabilities, axis=-1))}
+        outputs = self.model({key: transformed[key] for key in self._input_keys}, training=False)
+        probabilities = tf.nn.softmax(tf.cast(outputs[features.LOGITS], tf.float32))
+        result = {features.OUT_PROBABILITIES: probabilities,
+                  features.OUT_LABEL: tf.gather(self.labels, tf.argmax(probabilities, axis=-1))}
+        if features.OUT_ENHANCED in outputs:
+            result[features.OUT_ENHANCED] = outputs[features.OUT_ENHANCED]
+        return result
+
+    @staticmethod
+    def _to_wav(enhanced, transformed):
+        """Enhanced waveforms back at the input's level, valid samples only, as PCM16 WAV."""
+        audio = (enhanced * transformed[features.WAVEFORM_STD][:, None]
+                 + transformed[features.WAVEFORM_MEAN][:, None])
+
+        def one(args):
+            samples, length = args
+            return tf.audio.encode_wav(tf.clip_by_value(samples[:length], -1.0, 1.0)[:, None],
+                                       features.SAMPLE_RATE)
+
+        return tf.map_fn(one, (audio, transformed[features.NUM_SAMPLES]),
+                         fn_output_signature=tf.TensorSpec([], tf.string))
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="examples")])
     def serve_examples(self, serialized):
@@ -45,16 +72,32 @@ class _ServingModule(tf.Module):
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="wav")])
     def serve_wav(self, wav):
-        return self._predict(self.tft_layer({features.AUDIO: tf.reshape(wav, [-1, 1])}))
+        transformed = self.tft_layer({features.AUDIO: tf.reshape(wav, [-1, 1])})
+        result = self._predict(transformed)
+        if features.OUT_ENHANCED in result:
+            result[features.OUT_ENHANCED_WAV] = self._to_wav(result.pop(features.OUT_ENHANCED), transformed)
+        return result
+
+
+    def _denoise_wav(self, wav):
+        """The denoiser over a whole recording, normalized as the Transform does."""
+        audio = decode_16k(wav)
+        mean, var = tf.nn.moments(audio, axes=[0])
+        std = tf.sqrt(var + 1e-8)
+        enhanced = self.model.denoiser(((audio - mean) / std)[tf.newaxis], training=False)[0] * std + mean
+        return {features.OUT_ENHANCED_WAV: tf.audio.encode_wav(
+            tf.clip_by_value(enhanced, -1.0, 1.0)[:, tf.newaxis], features.SAMPLE_RATE)}
 
 
 def export_saved_model(model: keras.Model, tf_transform_output: tft.TFTransformOutput,
                        input_keys: Sequence[str], export_dir: str) -> None:
-    """Writes the SavedModel with its three signatures; `model` must be float32."""
+    """Writes the SavedModel with its signatures; `model` must be float32."""
     if model.dtype_policy.name != "float32":  # float16 serving is slow on CPUs and in TFMA
         raise ValueError(f"export needs a float32 model, got policy {model.dtype_policy.name}")
     module = _ServingModule(model, tf_transform_output, input_keys)
-    tf.saved_model.save(module, export_dir, signatures={
-        "serving_default": module.serve_examples,
-        "transform_features": module.transform_features,
-        "serve_wav": module.serve_wav})
+    signatures = {"serving_default": module.serve_examples,
+                  "transform_features": module.transform_features,
+                  "serve_wav": module.serve_wav}
+    if hasattr(module, "denoise_wav"):
+        signatures["denoise_wav"] = module.denoise_wav
+    tf.saved_model.save(module, export_dir, signatures=signatures)

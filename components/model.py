@@ -1,5 +1,9 @@
-"""Classifier backbones, picked by `trainer.backbone`. Each model takes the dict of
-transformed features it needs and returns logits.
+"""The trained model: an optional denoiser front end and a classifier backbone.
+
+`build_model` returns an `AudioModel`, which takes the dict of transformed
+features it needs (`input_keys`) and returns {LOGITS} or, with the denoiser on,
+{LOGITS, OUT_ENHANCED}: the classifier then consumes the enhanced audio.
+Backbones, picked by `trainer.backbone`:
 
 - `wav2vec2`: transformers' TFWav2Vec2ForSequenceClassification (masked mean
   pooling over valid frames, projector, classifier), from a local save_pretrained
@@ -15,11 +19,21 @@ import tf_keras as keras
 import transformers
 
 from components import features
-from pipeline.config import TrainerConfig, Wav2Vec2Config
+from components.denoiser import Denoiser
+from components.transform import log_mel, spec_augment
+from pipeline.config import FeatureConfig, TrainerConfig, Wav2Vec2Config
 
-# Which transformed features each backbone reads.
-INPUT_KEYS = {"logmel_cnn": (features.LOG_MEL,),
-              "wav2vec2": (features.WAVEFORM, features.NUM_SAMPLES)}
+# Which transformed features each backbone reads (without the denoiser).
+BACKBONE_INPUTS = {"logmel_cnn": (features.LOG_MEL,),
+                   "wav2vec2": (features.WAVEFORM, features.NUM_SAMPLES)}
+_DENOISER_INPUTS = (features.WAVEFORM, features.NUM_SAMPLES)
+
+
+def input_keys(cfg: TrainerConfig):
+    """The transformed features the configured model reads."""
+    if cfg.backbone not in BACKBONE_INPUTS:
+        raise ValueError(f"trainer.backbone {cfg.backbone!r}: expected one of {sorted(BACKBONE_INPUTS)}")
+    return _DENOISER_INPUTS if cfg.denoiser.enabled else BACKBONE_INPUTS[cfg.backbone]
 
 
 def _logmel_cnn(num_frames: int, num_mel_bins: int, num_classes: int, dropout: float = 0.3) -> keras.Model:
@@ -84,11 +98,60 @@ def _wav2vec2(cfg: Wav2Vec2Config, num_classes: int, num_samples: int) -> Wav2Ve
     return model
 
 
-def build_model(cfg: TrainerConfig, num_classes: int, num_samples: int, num_frames: int,
-                num_mel_bins: int) -> keras.Model:
-    """The configured backbone with its head, built under the current dtype policy."""
+class AudioModel(keras.Model):
+    """[denoiser ->] backbone. With the denoiser, the enhanced waveform (valid samples
+    only) feeds the backbone: as log-mel computed here (batch-normalized per bin, in
+    place of the Transform's normalization of the noisy audio; SpecAugment when
+    training), or re-normalized per utterance for wav2vec2."""
+
+    def __init__(self, backbone: keras.Model, backbone_name: str, denoiser: Denoiser | None = None,
+                 feature_cfg: FeatureConfig | None = None, trainer_cfg: TrainerConfig | None = None, **kwargs):
+        super().__init__(name="audio_model", **kwargs)
+        self.backbone = backbone
+        self.backbone_name = backbone_name
+        self.denoiser = denoiser
+        self.feature_cfg = feature_cfg
+        self.trainer_cfg = trainer_cfg
+        if denoiser is not None and backbone_name == "logmel_cnn":
+            self.mel_norm = keras.layers.BatchNormalization(axis=-1, momentum=0.9, name="mel_norm")
+
+    def call(self, inputs: Dict[str, tf.Tensor], training: bool = False) -> Dict[str, tf.Tensor]:
+        if self.denoiser is None:
+            keys = BACKBONE_INPUTS[self.backbone_name]
+            return {features.LOGITS: self.backbone({k: inputs[k] for k in keys}, training=training)}
+        waveform, lengths = inputs[features.WAVEFORM], inputs[features.NUM_SAMPLES]
+        valid = tf.sequence_mask(lengths, tf.shape(waveform)[1], dtype=tf.float32)
+        enhanced = self.denoiser(waveform, training=training) * valid
+        if self.backbone_name == "logmel_cnn":
+            mel = self.mel_norm(log_mel(enhanced, self.feature_cfg), training=training)
+            augment = self.trainer_cfg.spec_augment
+            if training and augment.enabled:
+                mel = tf.map_fn(lambda m: spec_augment(m, augment), mel)
+            logits = self.backbone({features.LOG_MEL: mel}, training=training)
+        else:
+            count = tf.maximum(tf.reduce_sum(valid, -1, keepdims=True), 1.0)
+            mean = tf.reduce_sum(enhanced, -1, keepdims=True) / count
+            var = tf.reduce_sum(tf.square(enhanced - mean) * valid, -1, keepdims=True) / count
+            renormalized = (enhanced - mean) / tf.sqrt(var + 1e-8) * valid
+            logits = self.backbone({features.WAVEFORM: renormalized, features.NUM_SAMPLES: lengths},
+                                   training=training)
+        return {features.LOGITS: logits, features.OUT_ENHANCED: enhanced}
+
+
+def build_model(cfg: TrainerConfig, feature_cfg: FeatureConfig, num_classes: int) -> AudioModel:
+    """The configured model, built (weights created) under the current dtype policy."""
+    input_keys(cfg)  # validates the backbone name
     if cfg.backbone == "logmel_cnn":
-        return _logmel_cnn(num_frames, num_mel_bins, num_classes)
-    if cfg.backbone == "wav2vec2":
-        return _wav2vec2(cfg.wav2vec2, num_classes, num_samples)
-    raise ValueError(f"trainer.backbone {cfg.backbone!r}: expected one of {sorted(INPUT_KEYS)}")
+        backbone = _logmel_cnn(feature_cfg.num_frames, feature_cfg.num_mel_bins, num_classes)
+    else:
+        backbone = _wav2vec2(cfg.wav2vec2, num_classes, feature_cfg.num_samples)
+    denoiser = Denoiser(cfg.denoiser) if cfg.denoiser.enabled else None
+    model = AudioModel(backbone, cfg.backbone, denoiser, feature_cfg, cfg)
+    n = feature_cfg.num_samples
+    model({features.WAVEFORM: tf.zeros([1, n]), features.NUM_SAMPLES: tf.constant([n], tf.int64),
+           features.LOG_MEL: tf.zeros([1, feature_cfg.num_frames, feature_cfg.num_mel_bins])})
+    if cfg.objective == "denoise":  # the classifier is left as it is
+        backbone.trainable = False
+        if hasattr(model, "mel_norm"):
+            model.mel_norm.trainable = False
+    return model

@@ -21,24 +21,28 @@ from tfx_bsl.public import tfxio
 
 from components import features, training_loop
 from components.export import export_saved_model
-from components.model import INPUT_KEYS, build_model
+from components.denoiser import si_snr
+from components.model import build_model, input_keys
 from components.transform import spec_augment
 from pipeline.config import PipelineConfig, TrainerConfig
 
 
 def make_dataset(file_pattern, data_accessor, tf_transform_output: tft.TFTransformOutput,
                  batch_size: int, cfg: TrainerConfig, training: bool) -> tf.data.Dataset:
-    """(features dict, label_id) batches; SpecAugment (log-mel) on the training stream only.
+    """(features dict, targets dict) batches; SpecAugment (log-mel) on the training stream only.
+    Targets: LABEL_ID, plus CLEAN_WAVEFORM and HAS_CLEAN when the denoiser is on.
 
     The training stream repeats forever and is read through one iterator for the
     whole run: a fresh iterator per epoch would restart the random ops' state under
     a global seed and draw the same masks every epoch."""
-    keys = INPUT_KEYS[cfg.backbone]
+    keys = input_keys(cfg)
+    targets = (features.LABEL_ID,) + ((features.CLEAN_WAVEFORM, features.HAS_CLEAN) if cfg.denoiser.enabled else ())
     ds = data_accessor.tf_dataset_factory(
         file_pattern,
         tfxio.TensorFlowDatasetOptions(batch_size=256, shuffle=False, num_epochs=1),
         tf_transform_output.transformed_metadata.schema)
-    ds = ds.map(lambda f: ({k: f[k] for k in keys}, tf.reshape(f[features.LABEL_ID], [-1])))
+    ds = ds.map(lambda f: ({k: f[k] for k in keys},
+                           {k: tf.reshape(f[k], [-1]) if k != features.CLEAN_WAVEFORM else f[k] for k in targets}))
     ds = ds.unbatch().cache()
     if training:
         ds = ds.shuffle(cfg.shuffle_buffer, seed=cfg.seed, reshuffle_each_iteration=True).repeat()
@@ -49,18 +53,33 @@ def make_dataset(file_pattern, data_accessor, tf_transform_output: tft.TFTransfo
 
 
 def _make_evaluate(model: keras.Model):
-    """An accuracy function over a dataset, with its compiled step traced once per run."""
+    """A function over a dataset -> {eval_accuracy[, eval_si_snr_improvement_db]}, its
+    compiled step traced once per run. The SI-SNR figures use the training loss's
+    tf metric, over examples with a clean reference; the Evaluator's are authoritative."""
     @tf.function
-    def correct(x, y):
-        logits = model(x, training=False)
-        return tf.reduce_sum(tf.cast(tf.equal(tf.argmax(logits, -1), y), tf.float32))
+    def sums(x, y):
+        outputs = model(x, training=False)
+        labels = y[features.LABEL_ID]
+        out = {"correct": tf.reduce_sum(tf.cast(tf.equal(tf.argmax(outputs[features.LOGITS], -1), labels),
+                                                tf.float32)),
+               "count": tf.cast(tf.shape(labels)[0], tf.float32)}
+        if features.OUT_ENHANCED in outputs:
+            valid = tf.sequence_mask(x[features.NUM_SAMPLES], tf.shape(x[features.WAVEFORM])[1])
+            has_clean = tf.cast(y[features.HAS_CLEAN], tf.float32)
+            gain = (si_snr(y[features.CLEAN_WAVEFORM], outputs[features.OUT_ENHANCED], valid)
+                    - si_snr(y[features.CLEAN_WAVEFORM], x[features.WAVEFORM], valid))
+            out.update(si_snri=tf.reduce_sum(gain * has_clean), with_clean=tf.reduce_sum(has_clean))
+        return out
 
-    def evaluate(dataset: tf.data.Dataset) -> float:
-        right = total = 0.0
+    def evaluate(dataset: tf.data.Dataset) -> dict:
+        totals: dict = {}
         for x, y in dataset:
-            right += float(correct(x, y))
-            total += float(tf.shape(y)[0])
-        return right / max(total, 1.0)
+            for key, value in sums(x, y).items():
+                totals[key] = totals.get(key, 0.0) + float(value)
+        result = {"eval_accuracy": totals["correct"] / max(totals["count"], 1.0)}
+        if totals.get("with_clean"):
+            result["eval_si_snr_improvement_db"] = totals["si_snri"] / totals["with_clean"]
+        return result
 
     return evaluate
 
@@ -98,8 +117,7 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
     num_classes = tf_transform_output.vocabulary_size_by_name(features.LABEL_VOCAB)
 
     def build():
-        return build_model(tcfg, num_classes, cfg.features.num_samples, cfg.features.num_frames,
-                           cfg.features.num_mel_bins)
+        return build_model(tcfg, cfg.features, num_classes)
 
     keras.mixed_precision.set_global_policy(precision)
     try:
@@ -109,7 +127,7 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
             optimizer.build(model.trainable_variables)
         dist_ds = strategy.experimental_distribute_dataset(train_ds)
         train_step = training_loop.make_train_step(model, optimizer, strategy, dist_ds.element_spec,
-                                                   tcfg.batch_size, tcfg.grad_accum_steps)
+                                                   tcfg.batch_size, tcfg.grad_accum_steps, tcfg)
         checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer)
         manager = tf.train.CheckpointManager(checkpoint, os.path.join(fn_args.model_run_dir, "checkpoints"),
                                              max_to_keep=2)
@@ -123,7 +141,7 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
             model = _float32_copy(model, build)
     finally:
         keras.mixed_precision.set_global_policy("float32")
-    export_saved_model(model, tf_transform_output, INPUT_KEYS[tcfg.backbone], fn_args.serving_model_dir)
+    export_saved_model(model, tf_transform_output, input_keys(tcfg), fn_args.serving_model_dir)
 
 
 def _train(model, optimizer, train_step, dist_ds, eval_ds, manager, log_dir, tcfg, steps_per_epoch,
@@ -149,6 +167,8 @@ def _train(model, optimizer, train_step, dist_ds, eval_ds, manager, log_dir, tcf
                            "loss_scale": _number(optimizer.loss_scale), "grad_norm": float(out["grad_norm"]),
                            "examples_per_second": rate,
                            "train_accuracy": float(out["correct"]) / max(float(out["count"]), 1.0)}
+                if float(out["with_clean"]):
+                    scalars["train_si_snr_db"] = float(out["si_snr_sum"]) / float(out["with_clean"])
                 with writer.as_default(step=step):
                     for name, value in scalars.items():
                         tf.summary.scalar(name, value)
@@ -156,9 +176,10 @@ def _train(model, optimizer, train_step, dist_ds, eval_ds, manager, log_dir, tcf
                              total_steps, epoch + 1, *scalars.values())
             if step % tcfg.checkpoint_every_steps == 0:
                 manager.save(checkpoint_number=step)
-        accuracy = evaluate(eval_ds)
+        results = evaluate(eval_ds)
         with writer.as_default(step=step):
-            tf.summary.scalar("eval_accuracy", accuracy)
-        logging.info("epoch %d: eval accuracy %.4f", epoch + 1, accuracy)
+            for name, value in results.items():
+                tf.summary.scalar(name, value)
+        logging.info("epoch %d: " + " ".join(f"{k} %.4f" for k in results), epoch + 1, *results.values())
     manager.save(checkpoint_number=step)
     writer.flush()

@@ -17,6 +17,8 @@ import tensorflow as tf
 import tf_keras as keras
 from transformers.optimization_tf import WarmUp
 
+from components import features
+from components.denoiser import si_snr
 from pipeline.config import TrainerConfig
 
 PRECISIONS = ("float32", "mixed_float16", "mixed_bfloat16")
@@ -55,41 +57,76 @@ def build_optimizer(cfg: TrainerConfig, total_steps: int) -> keras.mixed_precisi
     return keras.mixed_precision.LossScaleOptimizer(adamw, dynamic=True)
 
 
+def make_loss(cfg: TrainerConfig):
+    """The objective: (model outputs, inputs, targets, global example count) -> (loss, logits,
+    summed SI-SNR of the enhanced audio, examples with a clean reference).
+
+    Outputs are a model's logits or its dict with LOGITS (and OUT_ENHANCED); targets
+    are labels or a dict with LABEL_ID (and CLEAN_WAVEFORM, HAS_CLEAN). Each term is a
+    sum over the replica's examples divided by the global batch size, so replicas
+    and micro-batches add up to the global mean."""
+    cross_entropy = keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction="none")
+    denoise_weight = {"classify": 0.0, "denoise": 1.0, "joint": cfg.denoise_weight}[cfg.objective]
+
+    def loss_fn(outputs, x, y, global_count):
+        outputs = outputs if isinstance(outputs, dict) else {features.LOGITS: outputs}
+        y = y if isinstance(y, dict) else {features.LABEL_ID: y}
+        logits = tf.cast(outputs[features.LOGITS], tf.float32)  # losses in float32
+        loss = tf.constant(0.0)
+        if cfg.objective != "denoise":
+            loss += tf.reduce_sum(cross_entropy(y[features.LABEL_ID], logits)) / global_count
+        si_snr_sum, with_clean = tf.constant(0.0), tf.constant(0.0)
+        if features.OUT_ENHANCED in outputs and features.HAS_CLEAN in y:
+            enhanced = outputs[features.OUT_ENHANCED]
+            valid = tf.sequence_mask(x[features.NUM_SAMPLES], tf.shape(enhanced)[1])
+            has_clean = tf.cast(y[features.HAS_CLEAN], tf.float32)
+            per_example = si_snr(y[features.CLEAN_WAVEFORM], enhanced, valid) * has_clean
+            si_snr_sum, with_clean = tf.reduce_sum(per_example), tf.reduce_sum(has_clean)
+            if denoise_weight:
+                loss += denoise_weight * -si_snr_sum / global_count
+        return loss, logits, si_snr_sum, with_clean
+
+    return loss_fn
+
+
 def make_train_step(model: keras.Model, optimizer: keras.mixed_precision.LossScaleOptimizer,
                     strategy: tf.distribute.Strategy, element_spec, micro_batch: int,
-                    grad_accum_steps: int) -> Callable[..., Dict[str, tf.Tensor]]:
-    """The compiled step: (features dict, labels) of up to micro_batch * grad_accum_steps
-    examples per replica -> summed loss/accuracy statistics for logging."""
-    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction="none")
+                    grad_accum_steps: int, cfg: TrainerConfig | None = None) -> Callable[..., Dict[str, tf.Tensor]]:
+    """The compiled step: (features dict, targets) of up to micro_batch * grad_accum_steps
+    examples per replica -> summed loss/accuracy/SI-SNR statistics for logging.
+    `cfg` picks the objective (default: classification)."""
+    loss_fn = make_loss(cfg or TrainerConfig())
 
     def micro_step(x, y, global_count):
         variables = model.trainable_variables
         with tf.GradientTape() as tape:
-            logits = tf.cast(model(x, training=True), tf.float32)  # loss in float32
-            loss = tf.reduce_sum(loss_fn(y, logits)) / global_count
+            loss, logits, si_snr_sum, with_clean = loss_fn(model(x, training=True), x, y, global_count)
             scaled = optimizer.get_scaled_loss(loss)
         grads = optimizer.get_unscaled_gradients(tape.gradient(scaled, variables))
-        correct = tf.reduce_sum(tf.cast(tf.equal(tf.argmax(logits, -1), y), tf.float32))
-        return loss, grads, correct
+        labels = y[features.LABEL_ID] if isinstance(y, dict) else y
+        correct = tf.reduce_sum(tf.cast(tf.equal(tf.argmax(logits, -1), labels), tf.float32))
+        return loss, grads, {"correct": correct, "si_snr_sum": si_snr_sum, "with_clean": with_clean}
 
     def replica_step(x, y):
-        count = tf.shape(y)[0]
+        labels = y[features.LABEL_ID] if isinstance(y, dict) else y
+        count = tf.shape(labels)[0]
         global_count = tf.cast(count * strategy.num_replicas_in_sync, tf.float32)
         if grad_accum_steps == 1:
-            loss, grads, correct = micro_step(x, y, global_count)
+            loss, grads, stats = micro_step(x, y, global_count)
         else:
-            loss, correct = tf.constant(0.0), tf.constant(0.0)
+            loss = tf.constant(0.0)
+            stats = {"correct": tf.constant(0.0), "si_snr_sum": tf.constant(0.0), "with_clean": tf.constant(0.0)}
             grads = [tf.zeros_like(v) for v in model.trainable_variables]
             for start in tf.range(0, count, micro_batch):
                 part = tf.nest.map_structure(lambda t: t[start:start + micro_batch], (x, y))
-                part_loss, part_grads, part_correct = micro_step(*part, global_count)
+                part_loss, part_grads, part_stats = micro_step(*part, global_count)
                 loss += part_loss
-                correct += part_correct
+                stats = {k: v + part_stats[k] for k, v in stats.items()}
                 grads = [g if p is None else g + p for g, p in zip(grads, part_grads)]
         grad_norm = tf.linalg.global_norm(grads)
         optimizer.apply_gradients(zip(grads, model.trainable_variables))
-        return {"loss": loss, "correct": correct, "count": tf.cast(count, tf.float32),
-                "grad_norm": grad_norm / strategy.num_replicas_in_sync}
+        return {"loss": loss, "count": tf.cast(count, tf.float32),
+                "grad_norm": grad_norm / strategy.num_replicas_in_sync, **stats}
 
     @tf.function(input_signature=[element_spec])
     def train_step(batch):

@@ -22,6 +22,9 @@ class DataConfig:
     metadata_file: str = "metadata.csv"  # audiofolder-style, optional
     max_duration_s: float = 30.0  # longer files are rejected
     max_reject_fraction: float = 0.05  # ExampleGen fails when more are rejected
+    # folders: <label>/*.wav. paired: noisy/[<label>/]*.wav with clean/ + the same path as
+    # the clean reference (VoiceBank-DEMAND style; set file_pattern to match, e.g. noisy/*/*.wav).
+    layout: str = "folders"
     # Noise augmentation: noisy_copies mixtures of each clean utterance with recordings
     # from noise_base/<noise kind>/*.wav at SNRs drawn from snr_db_range; seeded per file.
     noise_base: str = ""
@@ -42,6 +45,9 @@ class FeatureConfig:
     num_mel_bins: int = 64
     lower_hz: float = 20.0
     upper_hz: float = 7600.0
+    # Input-SNR buckets for slicing: edges [0, 5, 10, 20] give 0-5, 5-10, 10-20 (and
+    # below-0 / 20-up outside them); examples without a clean reference get none.
+    snr_bucket_edges_db: List[float] = dataclasses.field(default_factory=lambda: [0.0, 5.0, 10.0, 20.0])
 
     @property
     def num_samples(self) -> int:
@@ -101,6 +107,22 @@ class Wav2Vec2Config:
 
 
 @dataclasses.dataclass
+class DenoiserConfig:
+    """The denoiser front end (components/denoiser.py): STFT, conv + BiGRU mask, inverse STFT."""
+    enabled: bool = False  # on: the classifier consumes the enhanced audio
+    frame_length: int = 512  # 32 ms
+    frame_step: int = 128  # 8 ms
+    fft_length: int = 512
+    channels: int = 256  # conv channels
+    kernel_size: int = 3  # conv kernel, in frames
+    gru_units: int = 128  # per direction
+    init_mask_logit: float = 2.0  # mask starts near sigmoid(2) = 0.88: pass-through
+
+
+OBJECTIVES = ("classify", "denoise", "joint")
+
+
+@dataclasses.dataclass
 class TrainerConfig:
     """Defaults are the wav2vec2 classification recipe known to work (Hugging Face's
     run_audio_classification: lr 3e-5, warmup 0.1, feature encoder frozen, 32 x 4
@@ -118,8 +140,20 @@ class TrainerConfig:
     log_every_steps: int = 20
     checkpoint_every_steps: int = 100
     seed: int = 7
+    # classify: cross-entropy; denoise: -SI-SNR only (classifier untouched); joint:
+    # cross-entropy + denoise_weight * -SI-SNR. SI-SNR counts only examples with a clean reference.
+    objective: str = "classify"
+    denoise_weight: float = 1.0  # the lambda of the joint objective
     spec_augment: SpecAugmentConfig = dataclasses.field(default_factory=SpecAugmentConfig)
     wav2vec2: Wav2Vec2Config = dataclasses.field(default_factory=Wav2Vec2Config)
+    denoiser: DenoiserConfig = dataclasses.field(default_factory=DenoiserConfig)
+
+    def __post_init__(self):
+        if self.objective not in OBJECTIVES:
+            raise ValueError(f"trainer.objective {self.objective!r}: expected one of {OBJECTIVES}")
+        if self.objective != "classify" and not self.denoiser.enabled:
+            raise ValueError(f"trainer.objective={self.objective} trains the denoiser: "
+                             f"set trainer.denoiser.enabled=true")
 
 
 @dataclasses.dataclass
@@ -128,7 +162,12 @@ class EvaluatorConfig:
     min_accuracy: float = 0.5  # blessing floor on the eval split's accuracy
     # The candidate may not be worse than the latest blessed model by more than this.
     max_accuracy_regression: float = 0.0
-    slice_features: List[str] = dataclasses.field(default_factory=lambda: ["noise_kind"])
+    # Denoising gate (needs trainer.denoiser.enabled): SI-SNR improvement on the split's
+    # examples with a clean reference; None turns the gate off.
+    min_si_snr_improvement_db: Optional[float] = None
+    max_si_snr_regression_db: float = 0.0
+    # Slices reported (not gated): raw or transformed feature names.
+    slice_features: List[str] = dataclasses.field(default_factory=lambda: [features.NOISE_KIND, features.SNR_BUCKET])
 
 
 @dataclasses.dataclass
@@ -146,6 +185,11 @@ class PipelineConfig:
     features: FeatureConfig = dataclasses.field(default_factory=FeatureConfig)
     trainer: TrainerConfig = dataclasses.field(default_factory=TrainerConfig)
     evaluator: EvaluatorConfig = dataclasses.field(default_factory=EvaluatorConfig)
+
+    def __post_init__(self):
+        if self.evaluator.min_si_snr_improvement_db is not None and not self.trainer.denoiser.enabled:
+            raise ValueError("evaluator.min_si_snr_improvement_db gates the denoiser: set "
+                             "trainer.denoiser.enabled=true or leave the floor unset")
 
     @property
     def pipeline_root(self) -> str:

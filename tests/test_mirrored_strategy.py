@@ -15,7 +15,7 @@ cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
 from components import features, training_loop
 from components.model import build_model
-from pipeline.config import TrainerConfig
+from pipeline.config import FeatureConfig, TrainerConfig
 
 strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
 cfg = TrainerConfig(backbone="logmel_cnn", learning_rate=3e-3, batch_size=8, grad_accum_steps=1)
@@ -27,7 +27,7 @@ for i, label in enumerate(y):
     x[i, :, label * 5:(label + 1) * 5] += 3.0
 ds = tf.data.Dataset.from_tensor_slices(({features.LOG_MEL: x}, y.astype(np.int64))).batch(global_batch)
 with strategy.scope():
-    model = build_model(cfg, 3, 0, 20, 16)
+    model = build_model(cfg, FeatureConfig(clip_seconds=0.215, num_mel_bins=16), 3)
     optimizer = training_loop.build_optimizer(cfg, total_steps=80)
     optimizer.build(model.trainable_variables)
 dist = strategy.experimental_distribute_dataset(ds)

@@ -8,9 +8,11 @@ import tf_keras as keras
 
 from components import features, training_loop
 from components.model import build_model
-from pipeline.config import TrainerConfig
+from pipeline.config import FeatureConfig, TrainerConfig
 
 FRAMES, BINS, CLASSES = 20, 16, 3
+FEATS = FeatureConfig(clip_seconds=0.215, num_mel_bins=BINS)  # 20 frames
+assert FEATS.num_frames == FRAMES
 
 
 def _toy_data(n=60, batch=16, seed=0):
@@ -26,7 +28,7 @@ def _toy_data(n=60, batch=16, seed=0):
 def _setup(cfg: TrainerConfig, data, total_steps=40):
     tf.random.set_seed(0)
     strategy = tf.distribute.get_strategy()
-    model = build_model(cfg, CLASSES, 0, FRAMES, BINS)
+    model = build_model(cfg, FEATS, CLASSES)
     optimizer = training_loop.build_optimizer(cfg, total_steps)
     optimizer.build(model.trainable_variables)
     step = training_loop.make_train_step(model, optimizer, strategy, data.element_spec,
@@ -35,7 +37,7 @@ def _setup(cfg: TrainerConfig, data, total_steps=40):
 
 
 def _accuracy(model, data):
-    right = sum(float(tf.reduce_sum(tf.cast(tf.argmax(model(x), -1) == y, tf.float32))) for x, y in data)
+    right = sum(float(tf.reduce_sum(tf.cast(tf.argmax(model(x)[features.LOGITS], -1) == y, tf.float32))) for x, y in data)
     return right / sum(int(tf.shape(y)[0]) for _, y in data)
 
 
@@ -85,7 +87,7 @@ def test_mixed_float16_skips_a_poisoned_step_and_lowers_the_loss_scale():
     cfg = TrainerConfig(backbone="logmel_cnn", learning_rate=3e-3, batch_size=16, grad_accum_steps=1)
     data = _toy_data()
     model, optimizer, step = _setup(cfg, data)
-    assert model.layers[2].compute_dtype == "float16"  # really running in float16
+    assert model.backbone.layers[2].compute_dtype == "float16"  # really running in float16
     x, y = next(iter(data))
     step((x, y))
     before = [v.numpy().copy() for v in model.trainable_variables]
@@ -103,7 +105,7 @@ def test_mixed_float16_skips_a_poisoned_step_and_lowers_the_loss_scale():
 def test_weight_decay_applies_to_kernels_but_not_biases_or_norm_layers():
     tf.random.set_seed(0)
     cfg = TrainerConfig(backbone="logmel_cnn", learning_rate=0.1, weight_decay=0.5, warmup_ratio=0.0)
-    model = build_model(cfg, CLASSES, 0, FRAMES, BINS)
+    model = build_model(cfg, FEATS, CLASSES)
     for var in model.trainable_variables:  # make every variable non-zero so decay would show
         var.assign(tf.ones_like(var))
     optimizer = training_loop.build_optimizer(cfg, total_steps=100)

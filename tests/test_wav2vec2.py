@@ -11,13 +11,14 @@ import transformers
 
 from components import features, training_loop
 from components.model import build_model
-from pipeline.config import TrainerConfig, Wav2Vec2Config
+from pipeline.config import FeatureConfig, TrainerConfig, Wav2Vec2Config
 
 # A tiny Wav2Vec2 (ENVIRONMENT.md): trains on the CPU in seconds.
 TINY = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
             conv_dim=(32, 32, 32), conv_kernel=(8, 3, 3), conv_stride=(4, 2, 2),
             num_conv_pos_embeddings=16, num_conv_pos_embedding_groups=2, vocab_size=8)
 SAMPLES = 4000
+FEATS = FeatureConfig(clip_seconds=SAMPLES / features.SAMPLE_RATE)
 
 
 def save_tiny_pretrained(path) -> str:
@@ -49,8 +50,8 @@ def _float32_policy_after():
 def test_loads_backbone_weights_from_a_save_pretrained_directory(tmp_path):
     path = save_tiny_pretrained(tmp_path / "tiny")
     saved = transformers.TFWav2Vec2Model.from_pretrained(path)
-    model = build_model(_cfg(pretrained=path), 3, SAMPLES, 0, 0)
-    hf = model.hf_model
+    model = build_model(_cfg(pretrained=path), FEATS, 3)
+    hf = model.backbone.hf_model
     assert hf.config.layerdrop == 0.0 and hf.config.num_labels == 3
     for ours, theirs in ((hf.wav2vec2.feature_extractor, saved.wav2vec2.feature_extractor),
                          (hf.wav2vec2.encoder.layer[1], saved.wav2vec2.encoder.layer[1])):
@@ -59,31 +60,31 @@ def test_loads_backbone_weights_from_a_save_pretrained_directory(tmp_path):
 
 
 def test_feature_encoder_and_first_layers_are_frozen_as_configured():
-    model = build_model(_cfg(freeze_feature_encoder=True, freeze_layers=1), 3, SAMPLES, 0, 0)
+    model = build_model(_cfg(freeze_feature_encoder=True, freeze_layers=1), FEATS, 3)
     trainable = {v.ref() for v in model.trainable_variables}
-    hf = model.hf_model
+    hf = model.backbone.hf_model
     assert not any(v.ref() in trainable for v in hf.wav2vec2.feature_extractor.weights)
     assert not any(v.ref() in trainable for v in hf.wav2vec2.encoder.layer[0].weights)
     assert all(v.ref() in trainable for v in hf.wav2vec2.encoder.layer[1].weights)
     with pytest.raises(ValueError, match="freeze_layers=5 but the model has 2"):
-        build_model(_cfg(freeze_layers=5), 3, SAMPLES, 0, 0)
+        build_model(_cfg(freeze_layers=5), FEATS, 3)
 
 
 def test_latent_time_masking_is_on_in_training_only():
     tf.random.set_seed(1)
-    model = build_model(_cfg(mask_time_prob=0.5, mask_time_length=2), 3, SAMPLES, 0, 0)
+    model = build_model(_cfg(mask_time_prob=0.5, mask_time_length=2), FEATS, 3)
     x, _ = _batch()
-    eval_a, eval_b = model(x, training=False), model(x, training=False)
+    eval_a, eval_b = (model(x, training=False)[features.LOGITS] for _ in range(2))
     np.testing.assert_array_equal(eval_a.numpy(), eval_b.numpy())
-    train_a, train_b = model(x, training=True), model(x, training=True)
+    train_a, train_b = (model(x, training=True)[features.LOGITS] for _ in range(2))
     assert not np.allclose(train_a.numpy(), train_b.numpy())
 
 
 def test_trains_under_mixed_float16_with_grouped_positional_conv_and_every_gradient():
     keras.mixed_precision.set_global_policy("mixed_float16")
     cfg = _cfg(freeze_feature_encoder=False)
-    model = build_model(cfg, 3, SAMPLES, 0, 0)
-    assert model.hf_model.config.num_conv_pos_embedding_groups == 2
+    model = build_model(cfg, FEATS, 3)
+    assert model.backbone.hf_model.config.num_conv_pos_embedding_groups == 2
     optimizer = training_loop.build_optimizer(cfg, total_steps=20)
     optimizer.build(model.trainable_variables)  # as run_fn does: no variables created inside the step
     batch = _batch()
@@ -92,7 +93,7 @@ def test_trains_under_mixed_float16_with_grouped_positional_conv_and_every_gradi
     step = training_loop.make_train_step(model, optimizer, tf.distribute.get_strategy(), spec, 4, 1)
     with tf.GradientTape() as tape:  # every trainable variable gets a gradient
         loss = tf.reduce_mean(keras.losses.sparse_categorical_crossentropy(
-            batch[1], tf.cast(model(batch[0], training=True), tf.float32), from_logits=True))
+            batch[1], tf.cast(model(batch[0], training=True)[features.LOGITS], tf.float32), from_logits=True))
     missing = [v.name for v, g in zip(model.trainable_variables, tape.gradient(loss, model.trainable_variables))
                if g is None and "masked_spec_embed" not in v.name]
     assert not missing

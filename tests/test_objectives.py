@@ -1,0 +1,106 @@
+"""The training objectives with the denoiser front end: classify, denoise, joint.
+Loss values against a hand computation, which weights move, and config checks."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import tf_keras as keras
+
+from components import features, training_loop
+from components.model import build_model, input_keys
+from components.snr_metrics import si_snr_db
+from pipeline.config import DenoiserConfig, FeatureConfig, PipelineConfig, TrainerConfig
+
+FEATS = FeatureConfig(clip_seconds=0.215, num_mel_bins=16)
+SMALL = DenoiserConfig(enabled=True, channels=16, gru_units=8)
+
+
+def _cfg(objective, **kw):
+    return TrainerConfig(backbone="logmel_cnn", objective=objective, denoiser=SMALL, learning_rate=1e-2,
+                         warmup_ratio=0.0, batch_size=3, grad_accum_steps=1, **kw)
+
+
+def _batch():
+    rng = np.random.default_rng(0)
+    n = FEATS.num_samples
+    clean = rng.standard_normal((3, n)).astype(np.float32)
+    noisy = clean + rng.standard_normal((3, n)).astype(np.float32)
+    lengths = np.array([n, n - 1000, n], np.int64)
+    for i, length in enumerate(lengths):
+        noisy[i, length:] = clean[i, length:] = 0.0
+    x = {features.WAVEFORM: tf.constant(noisy), features.NUM_SAMPLES: tf.constant(lengths)}
+    y = {features.LABEL_ID: tf.constant([0, 1, 2], tf.int64), features.CLEAN_WAVEFORM: tf.constant(clean),
+         features.HAS_CLEAN: tf.constant([1, 1, 0], tf.int64)}
+    return x, y
+
+
+@pytest.mark.parametrize("objective", ["classify", "denoise", "joint"])
+def test_loss_is_cross_entropy_plus_weighted_negative_si_snr_on_referenced_examples(objective):
+    tf.random.set_seed(0)
+    cfg = _cfg(objective, denoise_weight=0.5)
+    model = build_model(cfg, FEATS, 3)
+    assert input_keys(cfg) == (features.WAVEFORM, features.NUM_SAMPLES)
+    x, y = _batch()
+    outputs = model(x, training=False)
+    loss, _, si_snr_sum, with_clean = training_loop.make_loss(cfg)(outputs, x, y, 3.0)
+    logits = outputs[features.LOGITS].numpy()
+    log_softmax = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+    cross_entropy = -np.mean(log_softmax[np.arange(3), y[features.LABEL_ID].numpy()])
+    enhanced = outputs[features.OUT_ENHANCED].numpy()
+    lengths = x[features.NUM_SAMPLES].numpy()
+    si_snrs = [si_snr_db(y[features.CLEAN_WAVEFORM].numpy()[i, :lengths[i]], enhanced[i, :lengths[i]])
+               for i in (0, 1)]  # the third example has no reference
+    expected = {"classify": cross_entropy, "denoise": -sum(si_snrs) / 3,
+                "joint": cross_entropy + 0.5 * -sum(si_snrs) / 3}[objective]
+    assert float(loss) == pytest.approx(expected, rel=1e-3, abs=1e-3)
+    assert float(with_clean) == 2 and float(si_snr_sum) == pytest.approx(sum(si_snrs), abs=1e-2)
+
+
+def test_denoise_objective_trains_the_denoiser_and_leaves_the_classifier():
+    tf.random.set_seed(0)
+    cfg = _cfg("denoise")
+    model = build_model(cfg, FEATS, 3)
+    optimizer = training_loop.build_optimizer(cfg, total_steps=10)
+    optimizer.build(model.trainable_variables)
+    x, y = _batch()
+    spec = tf.nest.map_structure(lambda t: tf.TensorSpec([None, *t.shape[1:]], t.dtype), (x, y))
+    step = training_loop.make_train_step(model, optimizer, tf.distribute.get_strategy(), spec, 3, 1, cfg)
+    classifier = [v.numpy().copy() for v in model.backbone.weights]
+    denoiser = [v.numpy().copy() for v in model.denoiser.trainable_weights]
+    for _ in range(3):
+        step((x, y))
+    for before, var in zip(classifier, model.backbone.weights):
+        np.testing.assert_array_equal(before, var.numpy())
+    assert all(not np.array_equal(b, v.numpy()) for b, v in zip(denoiser, model.denoiser.trainable_weights))
+
+
+def test_objectives_that_train_the_denoiser_need_it_enabled():
+    with pytest.raises(ValueError, match="trainer.objective=joint trains the denoiser"):
+        TrainerConfig(objective="joint")
+    with pytest.raises(ValueError, match="trainer.objective 'both'"):
+        TrainerConfig(objective="both", denoiser=SMALL)
+    with pytest.raises(ValueError, match="min_si_snr_improvement_db gates the denoiser"):
+        PipelineConfig.from_dict({"evaluator": {"min_si_snr_improvement_db": 3.0}})
+    assert PipelineConfig.from_dict({"evaluator": {"min_si_snr_improvement_db": 3.0},
+                                     "trainer": {"denoiser": {"enabled": True}}})
+
+
+@pytest.fixture(autouse=True)
+def _float32_policy_after():
+    yield
+    keras.mixed_precision.set_global_policy("float32")
+
+
+def test_joint_model_trains_under_mixed_float16():
+    keras.mixed_precision.set_global_policy("mixed_float16")
+    tf.random.set_seed(0)
+    cfg = _cfg("joint")
+    model = build_model(cfg, FEATS, 3)
+    optimizer = training_loop.build_optimizer(cfg, total_steps=10)
+    optimizer.build(model.trainable_variables)
+    x, y = _batch()
+    spec = tf.nest.map_structure(lambda t: tf.TensorSpec([None, *t.shape[1:]], t.dtype), (x, y))
+    step = training_loop.make_train_step(model, optimizer, tf.distribute.get_strategy(), spec, 3, 1, cfg)
+    losses = [float(step((x, y))["loss"]) for _ in range(6)]
+    assert model.denoiser.conv.compute_dtype == "float16"
+    assert np.all(np.isfinite(losses)) and losses[-1] < losses[0]
