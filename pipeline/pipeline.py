@@ -40,6 +40,7 @@ def create_pipeline(config: PipelineConfig, pipeline_root: Optional[str] = None,
         metadata_file=data.metadata_file,
         max_duration_s=data.max_duration_s,
         max_reject_fraction=data.max_reject_fraction,
+        layout=data.layout,
         noise_base=_absolute(data.noise_base) if data.noise_base else "",
         noisy_copies=data.noisy_copies, snr_db_range=data.snr_db_range, mix_seed=data.mix_seed)
 
@@ -78,7 +79,7 @@ def create_pipeline(config: PipelineConfig, pipeline_root: Optional[str] = None,
         model=trainer.outputs["model"],
         baseline_model=model_resolver.outputs["model"],
         example_splits=[config.evaluator.eval_split],
-        eval_config=make_eval_config(config.evaluator))
+        eval_config=make_eval_config(config.evaluator, config.trainer, config.features))
 
     pusher = tfx.components.Pusher(
         model=trainer.outputs["model"],

@@ -16,6 +16,8 @@ from ml_metadata.proto import metadata_store_pb2
 from tfx.orchestration import metadata
 
 Event = metadata_store_pb2.Event
+_SLICE_COLUMNS = ("example_count", "sparse_categorical_accuracy", "snr_improvement_db",
+                  "si_snr_improvement_db", "snr_scored_examples", "snr_undefined_examples")
 
 
 @dataclasses.dataclass
@@ -29,6 +31,8 @@ class RunSummary:
     rejected: int
     rejects_file: str
     metrics: Dict[str, float]  # overall-slice metrics of the Evaluator
+    slice_metrics: Dict[str, Dict[str, float]]  # "feature=value" -> metrics of that slice
+    failed_checks: List[str]  # the blessing checks the candidate failed, as "metric: reason"
     blessed: bool
     pushed: bool
     pushed_destination: Optional[str]
@@ -40,6 +44,14 @@ class RunSummary:
                      + (f", see {self.rejects_file})" if self.rejected else ")"))
         lines.append("  examples per split: " + ", ".join(f"{k}={v}" for k, v in self.split_counts.items()))
         lines.append("  test metrics: " + ", ".join(f"{k}={v:.4f}" for k, v in sorted(self.metrics.items())))
+        shown = [m for m in _SLICE_COLUMNS if any(m in v for v in self.slice_metrics.values())]
+        if shown:
+            lines.append("  by slice: " + " | ".join(shown))
+            for name, values in sorted(self.slice_metrics.items()):
+                lines.append(f"    {name}: " + " | ".join(
+                    f"{values[m]:.4g}" if m in values else "-" for m in shown))
+        for check in self.failed_checks:
+            lines.append(f"  failed check: {check}")
         lines.append(f"  blessed: {self.blessed}; pushed: {self.pushed}"
                      + (f" -> {self.pushed_destination}" if self.pushed else ""))
         return "\n".join(lines)
@@ -93,14 +105,22 @@ def latest_run(metadata_path: str, pipeline_name: str) -> RunSummary:
             if os.path.exists(path):
                 split_counts[split] = int(tfdv.load_stats_binary(path).datasets[0].num_examples)
     metrics: Dict[str, float] = {}
+    slice_metrics: Dict[str, Dict[str, float]] = {}
+    failed_checks: List[str] = []
     evaluation = artifacts.get("Evaluator", {}).get("evaluation", [])
     if evaluation:
         result = tfma.load_eval_result(evaluation[0].uri)
         for slice_key, by_output in result.slicing_metrics:
+            values = {name: value["doubleValue"] for name, value in by_output[""][""].items()
+                      if "doubleValue" in value}
             if slice_key == ():
-                for name, value in by_output[""][""].items():
-                    if "doubleValue" in value:
-                        metrics[name] = value["doubleValue"]
+                metrics = values
+            else:
+                slice_metrics[",".join(f"{k}={v}" for k, v in slice_key)] = values
+        validation = tfma.load_validation_result(evaluation[0].uri)
+        for per_slice in validation.metric_validations_per_slice:
+            for failure in per_slice.failures:
+                failed_checks.append(f"{failure.metric_key.name}: {failure.message}")
     blessing = artifacts.get("Evaluator", {}).get("blessing", [])
     pushed_model = artifacts.get("Pusher", {}).get("pushed_model", [])
     pushed = bool(pushed_model and _prop(pushed_model[0], "pushed"))
@@ -109,7 +129,7 @@ def latest_run(metadata_path: str, pipeline_name: str) -> RunSummary:
         input_files=int(_prop(examples[0], "num_input_files") or 0) if examples else 0,
         rejected=int(_prop(examples[0], "num_rejected") or 0) if examples else 0,
         rejects_file=str(_prop(examples[0], "rejects_file") or "") if examples else "",
-        metrics=metrics,
+        metrics=metrics, slice_metrics=slice_metrics, failed_checks=failed_checks,
         blessed=bool(blessing and _prop(blessing[0], "blessed")),
         pushed=pushed,
         pushed_destination=str(_prop(pushed_model[0], "pushed_destination")) if pushed else None)

@@ -1,14 +1,19 @@
 """End to end: the whole TFX pipeline on LocalDagRunner with SQLite ML Metadata,
-checked from MLMD and the artifacts, then a second run gated on the first."""
+checked from MLMD and the artifacts, then a second, deliberately broken run that
+the Evaluator's gates keep from being pushed."""
+import dataclasses
+import io
 import os
 
 import numpy as np
+import soundfile
 import pytest
 import tensorflow as tf
 from tfx import v1 as tfx
 
-from components import features
-from pipeline import summary
+from components import audio_io, features, tfma_snr
+from components.snr_metrics import improvement_db, si_snr_db
+from pipeline import demo_data, summary
 from pipeline.config import load_config
 from pipeline.pipeline import create_pipeline
 from tests.test_wav_example_gen import _read_examples, _value
@@ -18,6 +23,7 @@ NODES = {"WavExampleGen", "StatisticsGen", "ImportSchemaGen", "ExampleValidator"
 WORDS = 4
 CHANCE = 1.0 / WORDS
 MARGIN = 0.35  # test accuracy must beat chance (0.25) by this much: at least 0.60
+MIN_SI_SNRI = 1.0  # dB; an untrained denoiser (a near-constant mask) sits near 0
 
 
 def _run(config):
@@ -28,11 +34,12 @@ def _run(config):
 
 
 @pytest.mark.e2e
-def test_pipeline_trains_blesses_pushes_and_gates_the_next_run(small_demo, tmp_path):
+def test_pipeline_trains_blesses_pushes_and_refuses_a_broken_model(small_demo, tmp_path):
     config = load_config("pipeline/configs/demo.yaml", [
         f"data.input_base={small_demo}", f"output_dir={tmp_path / 'out'}", "name=e2e",
         "data.split_buckets={train: 6, eval: 2, test: 2}", "trainer.epochs=20",
-        "evaluator.min_accuracy=0.5", "beam_args=[]"])
+        "evaluator.min_accuracy=0.5", f"evaluator.min_si_snr_improvement_db={MIN_SI_SNRI}", "beam_args=[]"])
+    assert config.trainer.objective == "joint" and config.trainer.denoiser.enabled
     first = _run(config)
 
     assert set(first.node_states) == NODES
@@ -42,7 +49,18 @@ def test_pipeline_trains_blesses_pushes_and_gates_the_next_run(small_demo, tmp_p
     accuracy = first.metrics["sparse_categorical_accuracy"]
     assert accuracy >= CHANCE + MARGIN, first.text()
     assert first.metrics["example_count"] == first.split_counts["test"]
-    assert first.blessed and first.pushed
+    # Denoising metrics: every noisy test example scored, the clean ones counted apart.
+    assert first.metrics[tfma_snr.SI_SNR_IMPROVEMENT] >= MIN_SI_SNRI, first.text()
+    assert np.isfinite(first.metrics[tfma_snr.SNR_IMPROVEMENT])
+    assert first.metrics[tfma_snr.SCORED] + first.metrics[tfma_snr.NO_REFERENCE] + \
+        first.metrics[tfma_snr.UNDEFINED] == first.split_counts["test"]
+    assert first.metrics[tfma_snr.NO_REFERENCE] == first.split_counts["test"] / 2  # one noisy copy each
+    kinds = {name.split("=")[1] for name in first.slice_metrics if name.startswith(features.NOISE_KIND + "=")}
+    assert kinds <= set(demo_data.NOISE_KINDS) and len(kinds) >= 3, first.slice_metrics.keys()
+    buckets = {name.split("=")[1] for name in first.slice_metrics if name.startswith(features.SNR_BUCKET + "=")}
+    assert {"0-5", "5-10", "10-20"} <= buckets and features.NO_REFERENCE not in buckets, first.slice_metrics.keys()
+    assert tfma_snr.SI_SNR_IMPROVEMENT in first.slice_metrics[f"{features.SNR_BUCKET}=0-5"]
+    assert first.blessed and first.pushed and not first.failed_checks
     assert tf.io.gfile.exists(os.path.join(first.pushed_destination, "saved_model.pb"))
 
     # No speaker group is in two splits.
@@ -52,9 +70,10 @@ def test_pipeline_trains_blesses_pushes_and_gates_the_next_run(small_demo, tmp_p
     assert not (groups["train"] & groups["eval"] or groups["train"] & groups["test"]
                 or groups["eval"] & groups["test"])
 
-    # The pushed model serves raw tf.Examples and raw WAV bytes alike.
+    # The pushed model serves raw tf.Examples and raw WAV bytes alike; serve_wav also
+    # returns the enhanced audio as 16 kHz PCM16 WAV at the input's level.
     loaded = tf.saved_model.load(first.pushed_destination)
-    test_examples = splits["test"][:8]
+    test_examples = [e for e in splits["test"] if features.CLEAN_AUDIO in e.features.feature][:8]
     by_example = loaded.signatures["serving_default"](
         examples=tf.constant([e.SerializeToString() for e in test_examples]))
     by_wav = loaded.signatures["serve_wav"](
@@ -65,18 +84,37 @@ def test_pipeline_trains_blesses_pushes_and_gates_the_next_run(small_demo, tmp_p
     np.testing.assert_allclose(by_wav[features.OUT_PROBABILITIES].numpy(), probabilities, atol=1e-5)
     predicted = [p.decode() for p in by_example[features.OUT_LABEL].numpy()]
     assert set(predicted) <= {_value(e, features.LABEL).decode() for e in splits["train"]}
+    gains = []
+    for example, wav in zip(test_examples, by_wav[features.OUT_ENHANCED_WAV].numpy()):
+        enhanced, rate = soundfile.read(io.BytesIO(wav), dtype="float32")
+        assert rate == features.SAMPLE_RATE and soundfile.info(io.BytesIO(wav)).subtype == "PCM_16"
+        noisy = audio_io.decode_to_mono_16k(_value(example, features.AUDIO))
+        clean = audio_io.decode_to_mono_16k(_value(example, features.CLEAN_AUDIO))
+        n = min(len(noisy), config.features.num_samples)
+        assert enhanced.shape == (n,)
+        gains.append(improvement_db(si_snr_db, clean[:n], noisy[:n], enhanced))
+    assert np.mean(gains) > 0, gains  # the served audio is cleaner than what came in
+    # denoise_wav enhances a whole recording, whatever its length.
+    long_noisy = np.concatenate([audio_io.decode_to_mono_16k(_value(e, features.AUDIO)) for e in test_examples])
+    whole = loaded.signatures["denoise_wav"](wav=tf.constant(audio_io.encode_pcm16_wav(long_noisy)))
+    enhanced, rate = soundfile.read(io.BytesIO(whole[features.OUT_ENHANCED_WAV].numpy()), dtype="float32")
+    assert rate == features.SAMPLE_RATE and enhanced.shape == long_noisy.shape
 
-    # Second run: the resolver hands the first run's blessed model to the Evaluator as
-    # its baseline, and the new model is pushed only if it is not worse.
-    second = _run(config)
+    # Second run: a deliberately broken model (learning rate 0: the weights stay random).
+    # The resolver hands the first run's blessed model to the Evaluator as its baseline;
+    # the broken one fails the floors and the comparison, and is not pushed.
+    broken = dataclasses.replace(config, trainer=dataclasses.replace(config.trainer, learning_rate=0.0, epochs=1))
+    second = _run(broken)
     assert all(state == "COMPLETE" for state in second.node_states.values()), second.node_states
     first_model = first.artifacts["Trainer"]["model"][0].uri
     assert second.artifacts["latest_blessed_model_resolver"]["model"][0].uri == first_model
     assert second.inputs["Evaluator"]["baseline_model"][0].uri == first_model
-    assert "sparse_categorical_accuracy_diff" in second.metrics  # compared with the baseline
-    new_accuracy = second.metrics["sparse_categorical_accuracy"]
-    should_bless = new_accuracy >= 0.5 and new_accuracy >= accuracy - 1e-9
-    assert second.blessed == should_bless and second.pushed == should_bless, (accuracy, new_accuracy)
+    assert f"{tfma_snr.SI_SNR_IMPROVEMENT}_diff" in second.metrics  # compared with the baseline
+    assert not second.blessed and not second.pushed
+    failed = {check.split(":")[0] for check in second.failed_checks}
+    assert {tfma_snr.SI_SNR_IMPROVEMENT, "sparse_categorical_accuracy"} <= failed, second.failed_checks
+    pushed_versions = os.listdir(config.serving_model_dir)
+    assert len(pushed_versions) == 1  # still only the first model
 
 
 @pytest.mark.e2e
