@@ -1,8 +1,14 @@
-"""Benchmark: SI-SNR and SNR improvement of off-the-shelf denoisers on the demo
-test split, per noise kind: spectral gating (noisereduce) and RNNoise (pyrnnoise).
-These are the bars the project's own denoiser (issue 4) has to clear.
+"""Benchmark: SI-SNR and SNR improvement on the demo test split, per noise kind, of
+the project's denoiser (the model the demo pipeline pushed, through its `serve_wav`
+signature) against off-the-shelf denoisers: spectral gating (noisereduce) and
+RNNoise (pyrnnoise).
 
-    .venv/bin/python -m benchmarks.denoise_baselines [--data data/demo] [--out benchmarks/RESULTS-denoise_baselines.md]
+    .venv/bin/python -m benchmarks.denoise_baselines [--data data/demo] \
+        [--model outputs/demo/serving] [--out benchmarks/RESULTS-denoise_baselines.md]
+
+`--model` is a pushed SavedModel directory or the Pusher's base directory (the newest
+version is taken); without it only the baselines run. Every method is scored on the
+same samples: the model's window (the first `features.clip_seconds` of each clip).
 
 The test split is the one the pipeline makes: TFX's own hash partition of `group`
 with the demo config's buckets. RNNoise runs at 48 kHz (soxr resampling) and its
@@ -12,6 +18,7 @@ cross-correlation finds, as a check.
 import argparse
 import collections
 import csv
+import io
 import os
 
 import pipeline  # noqa: F401  (TF_USE_LEGACY_KERAS before TensorFlow)
@@ -26,7 +33,7 @@ from tfx import v1 as tfx
 from tfx.components.example_gen.base_example_gen_executor import _PartitionFn
 
 from benchmarks.report import publish
-from components import features
+from components import audio_io, features
 from components.snr_metrics import improvement_db, si_snr_db, snr_db
 from pipeline.config import load_config
 
@@ -74,13 +81,39 @@ METHODS = {
     "noisereduce (spectral gating)": lambda noisy, sr: noisereduce.reduce_noise(y=noisy, sr=sr),
     "RNNoise": rnnoise,
 }
+PROJECT = "tfx-audio denoiser"
+
+
+def project_denoiser(model_dir: str):
+    """A method running the exported model's serve_wav and decoding its enhanced WAV."""
+    if not tf.io.gfile.exists(os.path.join(model_dir, "saved_model.pb")):
+        versions = sorted(tf.io.gfile.listdir(model_dir), key=lambda v: int(v.strip("/")))
+        model_dir = os.path.join(model_dir, versions[-1].strip("/"))
+    serve = tf.saved_model.load(model_dir).signatures["serve_wav"]
+
+    def enhance(noisy: np.ndarray, sr: int) -> np.ndarray:
+        out = serve(wav=tf.constant([audio_io.encode_pcm16_wav(noisy)]))
+        if features.OUT_ENHANCED_WAV not in out:
+            raise ValueError(f"{model_dir} has no {features.OUT_ENHANCED_WAV} output: trained without the denoiser")
+        enhanced, rate = soundfile.read(io.BytesIO(out[features.OUT_ENHANCED_WAV].numpy()[0]), dtype="float32")
+        assert rate == sr == features.SAMPLE_RATE
+        return enhanced
+
+    return model_dir, enhance
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", default="data/demo")
+    parser.add_argument("--model", default=None, help="pushed model (or Pusher base directory)")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
+    methods = dict(METHODS)
+    model_note = ""
+    if args.model:
+        model_dir, methods[PROJECT] = project_denoiser(args.model)
+        model_note = f" {PROJECT}: {model_dir}."
+    window = load_config("pipeline/configs/demo.yaml").features.num_samples
     rows = test_split_rows(args.data)
     scores = collections.defaultdict(lambda: collections.defaultdict(list))
     excluded = collections.Counter()
@@ -88,10 +121,11 @@ def main():
     for row in rows:
         noisy, sr = soundfile.read(os.path.join(args.data, row["file_name"]), dtype="float32")
         clean, _ = soundfile.read(os.path.join(args.data, row["clean_file_name"]), dtype="float32")
-        for method, fn in METHODS.items():
-            enhanced = fn(noisy, sr).astype(np.float32)[:len(noisy)]
+        scored_noisy, scored_clean = noisy[:window], clean[:window]
+        for method, fn in methods.items():
+            enhanced = fn(noisy, sr).astype(np.float32)[:window]
             for metric_name, metric in (("SI-SNRi", si_snr_db), ("SNRi", snr_db)):
-                value = improvement_db(metric, clean, noisy, enhanced)
+                value = improvement_db(metric, scored_clean, scored_noisy, enhanced)
                 if value is None:
                     excluded[(method, metric_name)] += 1
                 else:
@@ -103,8 +137,9 @@ def main():
             lags.append(_lag(up[:len(raw)], raw[:len(up)], RNNOISE_RATE))
     kinds = sorted({r["noise_kind"] for r in rows})
     per_kind = ", ".join(f"{k}: {sum(r['noise_kind'] == k for r in rows)}" for k in kinds)
-    lines = [f"Demo test split: {len(rows)} noisy clips ({per_kind}), "
-             f"input SNR 0-20 dB. Mean improvement in dB (enhanced vs noisy, against the clean reference).",
+    lines = [f"Demo test split: {len(rows)} noisy clips ({per_kind}), input SNR 0-20 dB, scored on the "
+             f"first {window} samples. Mean improvement in dB (enhanced vs noisy, against the clean "
+             f"reference).{model_note}",
              f"RNNoise lag found by cross-correlation (median of {len(lags)} clips): {np.median(lags) * 1000:.1f} ms.", "",
              "| method | metric | " + " | ".join(kinds) + " | all |",
              "| --- | --- | " + " | ".join("---" for _ in kinds) + " | --- |"]

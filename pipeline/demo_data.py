@@ -2,11 +2,13 @@
 
     python -m pipeline.demo_data --out data/demo --noise-out data/demo_noise
 
-Writes `<out>/<label>/<speaker>.wav` (clean) and `<out>/<label>/<speaker>__<kind>.wav`
-(noisy copies), all 16 kHz mono PCM16, plus an audiofolder `metadata.csv`
+Writes `<out>/<label>/<speaker>.wav` (clean) and `<out>/<label>/<speaker>__<kind>_<n>.wav`
+(noisy copies, each mixed with its own realization of the noise), all 16 kHz mono
+PCM16, plus an audiofolder `metadata.csv`
 (`file_name,label,group,clean_file_name,noise_kind,snr_db`). Each speaker is an
 espeak-ng voice variant with its own speed and pitch, recorded as the `group`.
-Noise recordings of four kinds (pink, hum, machinery, babble) go to `--noise-out`.
+Noise recordings of the four kinds (pink, hum, machinery, babble), for the
+ExampleGen's `data.noise_base` augmentation, go to `--noise-out`.
 Speech comes from espeak-ng (Debian package), resampling from soxr; the noise
 synthesis is written here because no package ships industrial noise.
 """
@@ -114,7 +116,7 @@ def make_noise(kind: str, seed: int, seconds: float, talkers: Sequence[np.ndarra
 
 
 def generate(out: str, noise_out: str, num_speakers: int = 64, words: Sequence[str] = WORDS,
-             noisy_per_clean: int = 1, snr_range: Tuple[float, float] = (0.0, 20.0), seed: int = 0,
+             noisy_per_clean: int = 2, snr_range: Tuple[float, float] = (0.0, 20.0), seed: int = 0,
              workers: int = 4) -> Dict[str, int]:
     """Writes the demo data set; the same arguments always write the same files."""
     spk = speakers(num_speakers, seed)
@@ -141,7 +143,9 @@ def generate(out: str, noise_out: str, num_speakers: int = 64, words: Sequence[s
         clean_q = soundfile.read(os.path.join(out, clean_name), dtype="float32")[0]
         for _ in range(noisy_per_clean):
             kind = NOISE_KINDS[int(rng.integers(len(NOISE_KINDS)))]
-            noise = noises[kind][int(rng.integers(len(noises[kind])))]
+            # A fresh realization of the noise process per clip: test clips never
+            # share a noise waveform with training clips, only its kind.
+            noise = make_noise(kind, int(rng.integers(2 ** 31)), len(clean_q) / SR + 1.0, talkers)
             snr = float(np.round(rng.uniform(*snr_range), 2))
             noisy_name = f"{word}/{name}__{kind}_{len(rows)}.wav"
             noisy, reference = mixing.mix_at_snr(clean_q, noise, snr, rng)
@@ -162,7 +166,7 @@ def main() -> None:
     parser.add_argument("--noise-out", default="data/demo_noise")
     parser.add_argument("--speakers", type=int, default=64)
     parser.add_argument("--words", type=int, default=len(WORDS), help="first N of the 10 keywords")
-    parser.add_argument("--noisy-per-clean", type=int, default=1)
+    parser.add_argument("--noisy-per-clean", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     counts = generate(args.out, args.noise_out, args.speakers, WORDS[:args.words],

@@ -13,5 +13,5 @@ def small_demo(tmp_path_factory):
 
     root = tmp_path_factory.mktemp("demo")
     demo_data.generate(str(root / "audio"), str(root / "noise"), num_speakers=24,
-                       words=demo_data.WORDS[:4], seed=3)
+                       words=demo_data.WORDS[:4], noisy_per_clean=1, seed=3)
     return root / "audio"
