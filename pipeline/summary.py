@@ -68,6 +68,18 @@ def _prop(artifact: metadata_store_pb2.Artifact, name: str):
     return value.WhichOneof("value") and getattr(value, value.WhichOneof("value"))
 
 
+def _describe(failure) -> str:
+    """'metric: value ... (needs ...)' for one TFMA validation failure."""
+    threshold = failure.metric_threshold
+    if threshold.HasField("change_threshold"):
+        what, bound = "change vs baseline", threshold.change_threshold.absolute.value
+    else:
+        what, bound = "value", threshold.value_threshold.lower_bound.value
+    got = (f"{failure.metric_value.double_value.value:.4g}" if failure.HasField("metric_value")
+           else failure.message or "missing")
+    return f"{failure.metric_key.name}: {what} {got} (needs >= {bound:.4g})"
+
+
 def latest_run(metadata_path: str, pipeline_name: str) -> RunSummary:
     store = _store(metadata_path)
     runs = [c for c in store.get_contexts_by_type("pipeline_run") if c.name]
@@ -120,7 +132,7 @@ def latest_run(metadata_path: str, pipeline_name: str) -> RunSummary:
         validation = tfma.load_validation_result(evaluation[0].uri)
         for per_slice in validation.metric_validations_per_slice:
             for failure in per_slice.failures:
-                failed_checks.append(f"{failure.metric_key.name}: {failure.message}")
+                failed_checks.append(_describe(failure))
     blessing = artifacts.get("Evaluator", {}).get("blessing", [])
     pushed_model = artifacts.get("Pusher", {}).get("pushed_model", [])
     pushed = bool(pushed_model and _prop(pushed_model[0], "pushed"))

@@ -1,6 +1,8 @@
 """The training objectives with the denoiser front end: classify, denoise, joint.
 Loss values against a hand computation, which weights move, and config checks."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -103,4 +105,38 @@ def test_joint_model_trains_under_mixed_float16():
     step = training_loop.make_train_step(model, optimizer, tf.distribute.get_strategy(), spec, 3, 1, cfg)
     losses = [float(step((x, y))["loss"]) for _ in range(6)]
     assert model.denoiser.conv.compute_dtype == "float16"
+    assert np.all(np.isfinite(losses)) and losses[-1] < losses[0]
+
+
+def test_wav2vec2_backbone_consumes_the_enhanced_audio_renormalized():
+    from tests.test_wav2vec2 import TINY
+    from pipeline.config import Wav2Vec2Config
+
+    tf.random.set_seed(0)
+    cfg = dataclasses.replace(_cfg("joint"), backbone="wav2vec2", learning_rate=1e-3,
+                              wav2vec2=Wav2Vec2Config(config_overrides=TINY))
+    model = build_model(cfg, FEATS, 3)
+    x, y = _batch()
+    seen = {}
+    original = model.backbone.call
+
+    def spy(inputs, training=False):
+        seen.update(inputs)
+        return original(inputs, training=training)
+
+    model.backbone.call = spy
+    outputs = model(x, training=False)
+    waveform, lengths = seen[features.WAVEFORM].numpy(), x[features.NUM_SAMPLES].numpy()
+    for i, n in enumerate(lengths):  # zero mean, unit variance over the valid samples, zeros after
+        assert waveform[i, :n].mean() == pytest.approx(0.0, abs=1e-3)
+        assert waveform[i, :n].std() == pytest.approx(1.0, abs=1e-2)
+        assert not np.any(waveform[i, n:])
+        enhanced = outputs[features.OUT_ENHANCED].numpy()[i, :n]
+        assert np.corrcoef(enhanced, waveform[i, :n])[0, 1] == pytest.approx(1.0, abs=1e-4)  # same signal
+    model.backbone.call = original
+    optimizer = training_loop.build_optimizer(cfg, total_steps=10)
+    optimizer.build(model.trainable_variables)
+    spec = tf.nest.map_structure(lambda t: tf.TensorSpec([None, *t.shape[1:]], t.dtype), (x, y))
+    step = training_loop.make_train_step(model, optimizer, tf.distribute.get_strategy(), spec, 3, 1, cfg)
+    losses = [float(step((x, y))["loss"]) for _ in range(4)]
     assert np.all(np.isfinite(losses)) and losses[-1] < losses[0]
