@@ -8,7 +8,8 @@ RNNoise (pyrnnoise).
 
 `--model` is a pushed SavedModel directory or the Pusher's base directory (the newest
 version is taken); without it only the baselines run. Every method is scored on the
-same samples: the model's window (the first `features.clip_seconds` of each clip).
+same samples: the model's window (the length of its `enhanced_wav`; without a model,
+the demo config's `features.clip_seconds`).
 
 The test split is the one the pipeline makes: TFX's own hash partition of `group`
 with the demo config's buckets. RNNoise runs at 48 kHz (soxr resampling) and its
@@ -121,9 +122,12 @@ def main():
     for row in rows:
         noisy, sr = soundfile.read(os.path.join(args.data, row["file_name"]), dtype="float32")
         clean, _ = soundfile.read(os.path.join(args.data, row["clean_file_name"]), dtype="float32")
-        scored_noisy, scored_clean = noisy[:window], clean[:window]
-        for method, fn in methods.items():
-            enhanced = fn(noisy, sr).astype(np.float32)[:window]
+        outputs = {method: fn(noisy, sr).astype(np.float32) for method, fn in methods.items()}
+        # The model's own output length is its window; every method is scored on it.
+        n = len(outputs[PROJECT]) if PROJECT in outputs else window
+        scored_noisy, scored_clean = noisy[:n], clean[:n]
+        for method, enhanced in outputs.items():
+            enhanced = enhanced[:n]
             for metric_name, metric in (("SI-SNRi", si_snr_db), ("SNRi", snr_db)):
                 value = improvement_db(metric, scored_clean, scored_noisy, enhanced)
                 if value is None:
@@ -138,7 +142,7 @@ def main():
     kinds = sorted({r["noise_kind"] for r in rows})
     per_kind = ", ".join(f"{k}: {sum(r['noise_kind'] == k for r in rows)}" for k in kinds)
     lines = [f"Demo test split: {len(rows)} noisy clips ({per_kind}), input SNR 0-20 dB, scored on the "
-             f"first {window} samples. Mean improvement in dB (enhanced vs noisy, against the clean "
+             f"model's window (at most {window} samples). Mean improvement in dB (enhanced vs noisy, against the clean "
              f"reference).{model_note}",
              f"RNNoise lag found by cross-correlation (median of {len(lags)} clips): {np.median(lags) * 1000:.1f} ms.", "",
              "| method | metric | " + " | ".join(kinds) + " | all |",

@@ -2,7 +2,8 @@
 SI-SNR improvement) on the test split, sliced, gated.
 
 The model is blessed only when accuracy clears `evaluator.min_accuracy` and does
-not fall below the latest blessed model's by more than `max_accuracy_regression`;
+not fall below the latest blessed model's by more than `max_accuracy_regression`
+(not for the `denoise` objective, which leaves the classifier untrained);
 with `min_si_snr_improvement_db` set, the same holds for the SI-SNR improvement
 (floor, and at most `max_si_snr_regression_db` below the baseline's).
 """
@@ -27,25 +28,31 @@ def _overall_gate(floor: float, max_regression: float) -> List[tfma.PerSliceMetr
                 absolute={"value": -max_regression - 1e-10})))]
 
 
-def _slicing_specs(cfg: EvaluatorConfig, feature_cfg: FeatureConfig) -> List[tfma.SlicingSpec]:
-    """Overall, then one slice per value of each slice feature. The SNR buckets are listed
-    value by value, leaving out NO_REFERENCE: TFMA 0.47 fails a gated metric that is
-    missing from *any* slice ("Metric not found"), even with an overall-only threshold,
-    and a slice of reference-less examples has no SNR improvement to report."""
+def _slicing_specs(cfg: EvaluatorConfig, feature_cfg: FeatureConfig, snr_metrics: bool) -> List[tfma.SlicingSpec]:
+    """Overall, then one slice per value of each slice feature.
+
+    TFMA 0.47 fails a gated metric that is missing from *any* slice ("Metric not
+    found"), even with an overall-only threshold, and a slice with no clean reference
+    has no SNR improvement. So with the SNR metrics on, feature slices hold only the
+    examples with a reference (`has_clean` = 1), and the SNR buckets are listed value
+    by value without NO_REFERENCE."""
     specs = [tfma.SlicingSpec()]
+    with_reference = {features.HAS_CLEAN: "1"} if snr_metrics else {}
     for key in cfg.slice_features:
         if key == features.SNR_BUCKET:
             specs += [tfma.SlicingSpec(feature_values={key: name})
                       for name in snr_bucket_names(feature_cfg.snr_bucket_edges_db)]
         else:
-            specs.append(tfma.SlicingSpec(feature_keys=[key]))
+            specs.append(tfma.SlicingSpec(feature_keys=[key], feature_values=with_reference))
     return specs
 
 
 def make_eval_config(cfg: EvaluatorConfig, trainer: TrainerConfig, feature_cfg: FeatureConfig) -> tfma.EvalConfig:
+    # The denoise objective leaves the classifier untrained: its accuracy is reported, not gated.
+    accuracy_gate = ([] if trainer.objective == "denoise" else
+                     _overall_gate(cfg.min_accuracy, cfg.max_accuracy_regression))
     metrics = [
-        tfma.MetricConfig(class_name="SparseCategoricalAccuracy",
-                          per_slice_thresholds=_overall_gate(cfg.min_accuracy, cfg.max_accuracy_regression)),
+        tfma.MetricConfig(class_name="SparseCategoricalAccuracy", per_slice_thresholds=accuracy_gate),
         tfma.MetricConfig(class_name="ExampleCount"),
         tfma.MetricConfig(class_name="SparseCategoricalCrossentropy"),
     ]
@@ -63,4 +70,4 @@ def make_eval_config(cfg: EvaluatorConfig, trainer: TrainerConfig, feature_cfg: 
             prediction_key=features.OUT_PROBABILITIES,
             preprocessing_function_names=["transform_features"])],
         metrics_specs=[tfma.MetricsSpec(metrics=metrics)],
-        slicing_specs=_slicing_specs(cfg, feature_cfg))
+        slicing_specs=_slicing_specs(cfg, feature_cfg, trainer.denoiser.enabled))

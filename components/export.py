@@ -22,7 +22,7 @@ import tensorflow_transform as tft
 import tf_keras as keras
 
 from components import features
-from components.transform import decode_16k
+from components.transform import decode_16k, normalize
 
 
 class _ServingModule(tf.Module):
@@ -81,10 +81,8 @@ class _ServingModule(tf.Module):
 
     def _denoise_wav(self, wav):
         """The denoiser over a whole recording, normalized as the Transform does."""
-        audio = decode_16k(wav)
-        mean, var = tf.nn.moments(audio, axes=[0])
-        std = tf.sqrt(var + 1e-8)
-        enhanced = self.model.denoiser(((audio - mean) / std)[tf.newaxis], training=False)[0] * std + mean
+        audio, mean, std = normalize(decode_16k(wav))
+        enhanced = self.model.denoiser(audio[tf.newaxis], training=False)[0] * std + mean
         return {features.OUT_ENHANCED_WAV: tf.audio.encode_wav(
             tf.clip_by_value(enhanced, -1.0, 1.0)[:, tf.newaxis], features.SAMPLE_RATE)}
 

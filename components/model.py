@@ -20,7 +20,7 @@ import transformers
 
 from components import features
 from components.denoiser import Denoiser
-from components.transform import log_mel, spec_augment
+from components.transform import log_mel, normalize, spec_augment
 from pipeline.config import FeatureConfig, TrainerConfig, Wav2Vec2Config
 
 # Which transformed features each backbone reads (without the denoiser).
@@ -129,10 +129,7 @@ class AudioModel(keras.Model):
                 mel = tf.map_fn(lambda m: spec_augment(m, augment), mel)
             logits = self.backbone({features.LOG_MEL: mel}, training=training)
         else:
-            count = tf.maximum(tf.reduce_sum(valid, -1, keepdims=True), 1.0)
-            mean = tf.reduce_sum(enhanced, -1, keepdims=True) / count
-            var = tf.reduce_sum(tf.square(enhanced - mean) * valid, -1, keepdims=True) / count
-            renormalized = (enhanced - mean) / tf.sqrt(var + 1e-8) * valid
+            renormalized = normalize(enhanced, valid)[0]
             logits = self.backbone({features.WAVEFORM: renormalized, features.NUM_SAMPLES: lengths},
                                    training=training)
         return {features.LOGITS: logits, features.OUT_ENHANCED: enhanced}

@@ -5,7 +5,8 @@ defined.
 Per example the combiner reads the model's `enhanced` output and, from the
 `transform_features` signature, the noisy WAVEFORM, the CLEAN_WAVEFORM, HAS_CLEAN
 and NUM_SAMPLES, and scores it with `snr_metrics` (tested against fast_bss_eval).
-Examples without a clean reference, and undefined cases (silent reference, perfect
+A model without the `enhanced` output (a classifier-only baseline) is scored as
+passing the audio through: 0 dB. Examples without a clean reference, and undefined cases (silent reference, perfect
 estimate), are left out and counted (`snr_no_reference_examples`,
 `snr_undefined_examples`); a slice with no
 scored example gets no improvement value at all (never NaN or infinity), so a
@@ -86,15 +87,16 @@ class _ImprovementCombiner(beam.CombineFn):
         name = self._model_name or None
         transformed = element.get_transformed_features(name) or {}
         predictions = element.get_predictions(name)
-        if not isinstance(predictions, dict) or features.OUT_ENHANCED not in predictions:
-            raise ValueError(f"model {self._model_name or '(candidate)'} has no '{features.OUT_ENHANCED}' "
-                             f"output: SNR metrics need a model trained with trainer.denoiser.enabled")
         if not int(np.ravel(transformed[features.HAS_CLEAN])[0]):
             accumulator[3] += 1
             return accumulator
-        snri, si_snri = score_example(
-            transformed[features.WAVEFORM], transformed[features.CLEAN_WAVEFORM],
-            predictions[features.OUT_ENHANCED], transformed[features.NUM_SAMPLES])
+        noisy = transformed[features.WAVEFORM]
+        # A model without a denoiser (e.g. a baseline blessed before it existed) passes
+        # the audio through: its improvement is 0 dB, which is what it delivers.
+        enhanced = (predictions[features.OUT_ENHANCED]
+                    if isinstance(predictions, dict) and features.OUT_ENHANCED in predictions else noisy)
+        snri, si_snri = score_example(noisy, transformed[features.CLEAN_WAVEFORM], enhanced,
+                                      transformed[features.NUM_SAMPLES])
         if snri is None or si_snri is None:
             accumulator[4] += 1
         else:

@@ -58,17 +58,19 @@ def build_optimizer(cfg: TrainerConfig, total_steps: int) -> keras.mixed_precisi
 
 
 def make_loss(cfg: TrainerConfig):
-    """The objective: (model outputs, inputs, targets, global example count) -> (loss, logits,
-    summed SI-SNR of the enhanced audio, examples with a clean reference).
+    """The objective: (model outputs, inputs, targets, global example count, global count of
+    examples with a clean reference) -> (loss, logits, summed SI-SNR of the enhanced audio,
+    examples with a clean reference).
 
     Outputs are a model's logits or its dict with LOGITS (and OUT_ENHANCED); targets
-    are labels or a dict with LABEL_ID (and CLEAN_WAVEFORM, HAS_CLEAN). Each term is a
-    sum over the replica's examples divided by the global batch size, so replicas
-    and micro-batches add up to the global mean."""
+    are labels or a dict with LABEL_ID (and CLEAN_WAVEFORM, HAS_CLEAN). The loss is
+    mean cross-entropy over the global batch + weight x mean negative SI-SNR over the
+    global batch's examples with a reference: each term is a sum over the replica's
+    (micro-)batch divided by its global count, so replicas and micro-batches add up."""
     cross_entropy = keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction="none")
     denoise_weight = {"classify": 0.0, "denoise": 1.0, "joint": cfg.denoise_weight}[cfg.objective]
 
-    def loss_fn(outputs, x, y, global_count):
+    def loss_fn(outputs, x, y, global_count, global_clean_count):
         outputs = outputs if isinstance(outputs, dict) else {features.LOGITS: outputs}
         y = y if isinstance(y, dict) else {features.LABEL_ID: y}
         logits = tf.cast(outputs[features.LOGITS], tf.float32)  # losses in float32
@@ -83,7 +85,7 @@ def make_loss(cfg: TrainerConfig):
             per_example = si_snr(y[features.CLEAN_WAVEFORM], enhanced, valid) * has_clean
             si_snr_sum, with_clean = tf.reduce_sum(per_example), tf.reduce_sum(has_clean)
             if denoise_weight:
-                loss += denoise_weight * -si_snr_sum / global_count
+                loss += denoise_weight * -si_snr_sum / tf.maximum(global_clean_count, 1.0)
         return loss, logits, si_snr_sum, with_clean
 
     return loss_fn
@@ -97,10 +99,11 @@ def make_train_step(model: keras.Model, optimizer: keras.mixed_precision.LossSca
     `cfg` picks the objective (default: classification)."""
     loss_fn = make_loss(cfg or TrainerConfig())
 
-    def micro_step(x, y, global_count):
+    def micro_step(x, y, global_count, global_clean_count):
         variables = model.trainable_variables
         with tf.GradientTape() as tape:
-            loss, logits, si_snr_sum, with_clean = loss_fn(model(x, training=True), x, y, global_count)
+            loss, logits, si_snr_sum, with_clean = loss_fn(model(x, training=True), x, y, global_count,
+                                                           global_clean_count)
             scaled = optimizer.get_scaled_loss(loss)
         grads = optimizer.get_unscaled_gradients(tape.gradient(scaled, variables))
         labels = y[features.LABEL_ID] if isinstance(y, dict) else y
@@ -111,15 +114,19 @@ def make_train_step(model: keras.Model, optimizer: keras.mixed_precision.LossSca
         labels = y[features.LABEL_ID] if isinstance(y, dict) else y
         count = tf.shape(labels)[0]
         global_count = tf.cast(count * strategy.num_replicas_in_sync, tf.float32)
+        with_clean = (tf.reduce_sum(tf.cast(y[features.HAS_CLEAN], tf.float32))
+                      if isinstance(y, dict) and features.HAS_CLEAN in y else tf.constant(0.0))
+        global_clean_count = tf.distribute.get_replica_context().all_reduce(
+            tf.distribute.ReduceOp.SUM, with_clean)
         if grad_accum_steps == 1:
-            loss, grads, stats = micro_step(x, y, global_count)
+            loss, grads, stats = micro_step(x, y, global_count, global_clean_count)
         else:
             loss = tf.constant(0.0)
             stats = {"correct": tf.constant(0.0), "si_snr_sum": tf.constant(0.0), "with_clean": tf.constant(0.0)}
             grads = [tf.zeros_like(v) for v in model.trainable_variables]
             for start in tf.range(0, count, micro_batch):
                 part = tf.nest.map_structure(lambda t: t[start:start + micro_batch], (x, y))
-                part_loss, part_grads, part_stats = micro_step(*part, global_count)
+                part_loss, part_grads, part_stats = micro_step(*part, global_count, global_clean_count)
                 loss += part_loss
                 stats = {k: v + part_stats[k] for k, v in stats.items()}
                 grads = [g if p is None else g + p for g, p in zip(grads, part_grads)]

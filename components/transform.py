@@ -37,6 +37,17 @@ def decode_16k(wav: tf.Tensor) -> tf.Tensor:
         return tf.identity(decoded.audio[:, 0])
 
 
+def normalize(audio: tf.Tensor, valid: Optional[tf.Tensor] = None):
+    """(normalized, mean, std): zero mean and unit variance over the valid samples of the
+    last axis (all of them by default), zeros elsewhere; mean and std keep that axis as 1.
+    The one normalization of the Transform, the model's enhanced audio and serving."""
+    valid = tf.ones_like(audio) if valid is None else tf.cast(valid, audio.dtype)
+    count = tf.maximum(tf.reduce_sum(valid, -1, keepdims=True), 1.0)
+    mean = tf.reduce_sum(audio * valid, -1, keepdims=True) / count
+    std = tf.sqrt(tf.reduce_sum(tf.square(audio - mean) * valid, -1, keepdims=True) / count + 1e-8)
+    return (audio - mean) / std * valid, mean, std
+
+
 def decode_waveform(wav_bytes: tf.Tensor, num_samples: int,
                     reference_bytes: Optional[tf.Tensor] = None) -> Dict[str, tf.Tensor]:
     """[B] PCM16 WAV bytes -> {WAVEFORM [B, num_samples], NUM_SAMPLES, WAVEFORM_MEAN,
@@ -45,18 +56,17 @@ def decode_waveform(wav_bytes: tf.Tensor, num_samples: int,
 
     With `reference_bytes` (clean references, same length), also CLEAN_WAVEFORM:
     the reference cropped and normalized with the *noisy* utterance's mean and std,
-    so enhanced, noisy and clean share one scale and SNRs are preserved."""
+    so enhanced, noisy and clean share one scale: SNRs are those of the pair with the
+    noisy utterance's mean (its DC offset, about 0 for speech) removed from both."""
 
     def pcm(wav: tf.Tensor) -> tf.Tensor:
         audio = decode_16k(wav)[:num_samples]
         return tf.pad(audio, [[0, num_samples - tf.shape(audio)[0]]])
 
     def one(wav: tf.Tensor):
-        audio = decode_16k(wav)[:num_samples]
-        mean, var = tf.nn.moments(audio, axes=[0])
-        std = tf.sqrt(var + 1e-8)
+        audio, mean, std = normalize(decode_16k(wav)[:num_samples])
         length = tf.shape(audio, out_type=tf.int64)[0]
-        return tf.pad((audio - mean) / std, [[0, num_samples - tf.shape(audio)[0]]]), length, mean, std
+        return tf.pad(audio, [[0, num_samples - tf.shape(audio)[0]]]), length, mean[0], std[0]
 
     scalar = tf.TensorSpec([], tf.float32)
     out, lengths, mean, std = tf.map_fn(one, wav_bytes, fn_output_signature=(

@@ -15,9 +15,11 @@ from ml_metadata.metadata_store import metadata_store
 from ml_metadata.proto import metadata_store_pb2
 from tfx.orchestration import metadata
 
+from components import tfma_snr
+
 Event = metadata_store_pb2.Event
-_SLICE_COLUMNS = ("example_count", "sparse_categorical_accuracy", "snr_improvement_db",
-                  "si_snr_improvement_db", "snr_scored_examples", "snr_undefined_examples")
+_SLICE_COLUMNS = ("example_count", "sparse_categorical_accuracy", tfma_snr.SNR_IMPROVEMENT,
+                  tfma_snr.SI_SNR_IMPROVEMENT, tfma_snr.SCORED, tfma_snr.UNDEFINED)
 
 
 @dataclasses.dataclass

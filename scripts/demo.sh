@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-if [ ! -f data/demo/metadata.csv ]; then
-  .venv/bin/python -m pipeline.demo_data --out data/demo --noise-out data/demo_noise
-fi
+# Always regenerated (seeded, about 10 s): stale files of an older generator would be read too.
+rm -rf data/demo data/demo_noise
+.venv/bin/python -m pipeline.demo_data --out data/demo --noise-out data/demo_noise
 exec .venv/bin/python -m pipeline.local_runner --config pipeline/configs/demo.yaml "$@"

@@ -56,9 +56,12 @@ def test_pipeline_trains_blesses_pushes_and_refuses_a_broken_model(small_demo, t
     assert first.metrics[tfma_snr.SCORED] + first.metrics[tfma_snr.NO_REFERENCE] + \
         first.metrics[tfma_snr.UNDEFINED] == first.split_counts["test"]
     assert first.metrics[tfma_snr.NO_REFERENCE] == first.split_counts["test"] / 2  # one noisy copy each
-    kinds = {name.split("=")[1] for name in first.slice_metrics if name.startswith(features.NOISE_KIND + "=")}
+    slices = [dict(part.split("=", 1) for part in name.split(",")) for name in first.slice_metrics]
+    kinds = {cols[features.NOISE_KIND] for cols in slices if features.NOISE_KIND in cols}
     assert kinds <= set(demo_data.NOISE_KINDS) and len(kinds) >= 3, first.slice_metrics.keys()
-    buckets = {name.split("=")[1] for name in first.slice_metrics if name.startswith(features.SNR_BUCKET + "=")}
+    for name, values in first.slice_metrics.items():  # every slice scored: no gated metric missing
+        assert values[tfma_snr.SCORED] > 0 and tfma_snr.SI_SNR_IMPROVEMENT in values, name
+    buckets = {cols[features.SNR_BUCKET] for cols in slices if features.SNR_BUCKET in cols}
     assert {"0-5", "5-10", "10-20"} <= buckets and features.NO_REFERENCE not in buckets, first.slice_metrics.keys()
     assert tfma_snr.SI_SNR_IMPROVEMENT in first.slice_metrics[f"{features.SNR_BUCKET}=0-5"]
     assert first.blessed and first.pushed and not first.failed_checks

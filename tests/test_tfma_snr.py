@@ -87,8 +87,24 @@ def test_a_slice_with_nothing_scored_has_no_improvement_value_rather_than_nan():
     assert result[tfma_snr.NO_REFERENCE] == 2
 
 
-def test_a_model_without_enhanced_output_is_a_clear_error():
-    extract = _extract(np.ones(10), np.ones(10), np.ones(10))
-    del extract["predictions"][features.OUT_ENHANCED]
-    with pytest.raises(ValueError, match="no 'enhanced' output"):
-        _evaluate([extract, extract])
+def test_candidate_and_baseline_are_scored_apart_and_a_classifier_only_baseline_scores_zero():
+    """As the Evaluator runs it: extracts keyed by model name, one computation per model."""
+    rng = np.random.default_rng(3)
+    clean, noise = rng.standard_normal(800), rng.standard_normal(800)
+    noisy = clean + noise
+    extract = metric_types.StandardMetricInputs({
+        "transformed_features": {name: {features.WAVEFORM: noisy, features.CLEAN_WAVEFORM: clean,
+                                        features.HAS_CLEAN: np.array([1]), features.NUM_SAMPLES: np.array([800])}
+                                 for name in ("candidate", "baseline")},
+        "predictions": {"candidate": {features.OUT_PROBABILITIES: np.array([1.0]),
+                                      features.OUT_ENHANCED: clean + 0.5 * noise},
+                        "baseline": {features.OUT_PROBABILITIES: np.array([1.0])}}})  # no denoiser
+    computations = tfma_snr.SiSnrImprovement().computations(model_names=["candidate", "baseline"])
+    results = {}
+    for computation in computations:
+        combiner = computation.combiner
+        acc = combiner.add_input(combiner.create_accumulator(), extract)
+        results.update({(k.model_name, k.name): v for k, v in combiner.extract_output(acc).items()})
+    assert results[("candidate", tfma_snr.SNR_IMPROVEMENT)] == pytest.approx(20 * np.log10(2), abs=1e-4)
+    assert results[("baseline", tfma_snr.SNR_IMPROVEMENT)] == 0.0
+    assert results[("baseline", tfma_snr.SI_SNR_IMPROVEMENT)] == 0.0
