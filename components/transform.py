@@ -59,25 +59,24 @@ def decode_waveform(wav_bytes: tf.Tensor, num_samples: int,
     so enhanced, noisy and clean share one scale: SNRs are those of the pair with the
     noisy utterance's mean (its DC offset, about 0 for speech) removed from both."""
 
-    def pcm(wav: tf.Tensor) -> tf.Tensor:
+    def pcm(wav: tf.Tensor):
         audio = decode_16k(wav)[:num_samples]
-        return tf.pad(audio, [[0, num_samples - tf.shape(audio)[0]]])
+        length = tf.shape(audio)[0]
+        return tf.pad(audio, [[0, num_samples - length]]), tf.cast(length, tf.int64)
 
-    def one(wav: tf.Tensor):
-        audio, mean, std = normalize(decode_16k(wav)[:num_samples])
-        length = tf.shape(audio, out_type=tf.int64)[0]
-        return tf.pad(audio, [[0, num_samples - tf.shape(audio)[0]]]), length, mean[0], std[0]
+    def decode(batch: tf.Tensor):
+        audio, lengths = tf.map_fn(pcm, batch, fn_output_signature=(
+            tf.TensorSpec([num_samples], tf.float32), tf.TensorSpec([], tf.int64)))
+        return tf.ensure_shape(audio, [None, num_samples]), lengths
 
-    scalar = tf.TensorSpec([], tf.float32)
-    out, lengths, mean, std = tf.map_fn(one, wav_bytes, fn_output_signature=(
-        tf.TensorSpec([num_samples], tf.float32), tf.TensorSpec([], tf.int64), scalar, scalar))
-    result = {features.WAVEFORM: tf.ensure_shape(out, [None, num_samples]), features.NUM_SAMPLES: lengths,
-              features.WAVEFORM_MEAN: mean, features.WAVEFORM_STD: std}
+    audio, lengths = decode(wav_bytes)
+    valid = tf.sequence_mask(lengths, num_samples, dtype=tf.float32)
+    waveform, mean, std = normalize(audio, valid)
+    result = {features.WAVEFORM: waveform, features.NUM_SAMPLES: lengths,
+              features.WAVEFORM_MEAN: mean[:, 0], features.WAVEFORM_STD: std[:, 0]}
     if reference_bytes is not None:
-        clean = tf.map_fn(pcm, reference_bytes, fn_output_signature=tf.TensorSpec([num_samples], tf.float32))
-        valid = tf.sequence_mask(lengths, num_samples, dtype=tf.float32)
-        result[features.CLEAN_WAVEFORM] = tf.ensure_shape(
-            (clean - mean[:, None]) / std[:, None] * valid, [None, num_samples])
+        clean, _ = decode(reference_bytes)
+        result[features.CLEAN_WAVEFORM] = (clean - mean) / std * valid
     return result
 
 

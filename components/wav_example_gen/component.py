@@ -13,6 +13,9 @@ from tfx.components.example_gen.component import FileBasedExampleGen
 from tfx.dsl.components.base import executor_spec
 
 from components.wav_example_gen import executor
+from pipeline.config import DataConfig
+
+_DEFAULTS = DataConfig()  # the defaults are DataConfig's
 
 
 class WavExampleGen(FileBasedExampleGen):
@@ -20,12 +23,12 @@ class WavExampleGen(FileBasedExampleGen):
 
     EXECUTOR_SPEC = executor_spec.BeamExecutorSpec(executor.Executor)
 
-    def __init__(self, input_base: str, file_pattern: str = "*/*.wav",
+    def __init__(self, input_base: str, file_pattern: str = _DEFAULTS.file_pattern,
                  output_config: Optional[tfx.proto.Output] = None,
-                 metadata_file: str = "metadata.csv", max_duration_s: float = 30.0,
-                 max_reject_fraction: float = 0.05, layout: str = "folders",
-                 noise_base: str = "", noisy_copies: int = 0,
-                 snr_db_range: Sequence[float] = (0.0, 20.0), mix_seed: int = 0):
+                 metadata_file: str = _DEFAULTS.metadata_file, max_duration_s: float = _DEFAULTS.max_duration_s,
+                 max_reject_fraction: float = _DEFAULTS.max_reject_fraction, layout: str = _DEFAULTS.layout,
+                 noise_base: str = _DEFAULTS.noise_base, noisy_copies: int = _DEFAULTS.noisy_copies,
+                 snr_db_range: Sequence[float] = tuple(_DEFAULTS.snr_db_range), mix_seed: int = _DEFAULTS.mix_seed):
         options = struct_pb2.Struct()
         options.update({"metadata_file": metadata_file, "max_duration_s": max_duration_s,
                         "max_reject_fraction": max_reject_fraction, "layout": layout,

@@ -17,6 +17,7 @@ import os
 from typing import Any, Dict, Iterable, List, Optional, Tuple, Union
 
 import apache_beam as beam
+import numpy as np
 import tensorflow as tf
 from absl import logging
 from apache_beam.io import fileio
@@ -29,6 +30,7 @@ from tfx.utils import proto_utils
 
 from components import audio_io, features, snr_metrics
 from components.wav_example_gen import noise_mix
+from pipeline.config import DataConfig
 
 REPORT_DIR_KEY = "_tfx_audio_report_dir"
 REJECTS_FILE = "rejects.jsonl"
@@ -37,6 +39,9 @@ AUGMENTED_FILE = "noisy_copies_count.txt"
 REJECTS_TAG = "rejects"
 LAYOUTS = ("folders", "paired")
 NOISY_DIR, CLEAN_DIR = "noisy/", "clean/"  # the paired layout's folders
+# The component's options: fields of pipeline.config.DataConfig, defaults included.
+OPTION_NAMES = ("metadata_file", "max_duration_s", "max_reject_fraction", "layout", "noise_base",
+                "noisy_copies", "snr_db_range", "mix_seed")
 _METADATA_COLUMNS = ("file_name", "label", "group", "clean_file_name", "noise_kind", "snr_db")
 
 
@@ -50,9 +55,8 @@ def _options(exec_properties: Dict[str, Any]) -> Dict[str, Any]:
         struct = struct_pb2.Struct()
         if custom_config.custom_config.Unpack(struct):
             options = json_format.MessageToDict(struct)
-    return {"metadata_file": "metadata.csv", "max_duration_s": 30.0, "max_reject_fraction": 0.05,
-            "layout": "folders", "noise_base": "", "noisy_copies": 0, "snr_db_range": [0.0, 20.0],
-            "mix_seed": 0, **options}
+    defaults = DataConfig()  # the one place the defaults live
+    return {**{name: getattr(defaults, name) for name in OPTION_NAMES}, **options}
 
 
 def read_metadata(input_base: str, metadata_file: str) -> Dict[str, Dict[str, str]]:
@@ -90,6 +94,21 @@ def _bytes_feature(value: bytes) -> tf.train.Feature:
 
 def _float_feature(value: float) -> tf.train.Feature:
     return tf.train.Feature(float_list=tf.train.FloatList(value=[value]))
+
+
+def _input_snr(given: str, clean: Optional[np.ndarray], noisy: np.ndarray) -> Optional[float]:
+    """The input SNR: metadata's `snr_db` when given, else measured against the clean
+    reference; None without either (or when undefined: silent or identical)."""
+    if given:
+        try:
+            return float(given)
+        except ValueError as e:
+            raise audio_io.AudioError(f"snr_db {given!r} is not a number") from e
+    if clean is None:
+        return None
+    n = min(len(clean), len(noisy))
+    measured = snr_metrics.snr_db(clean[:n], noisy[:n])
+    return None if measured is None else round(measured, 2)
 
 
 class _ToExample(beam.DoFn):
@@ -143,6 +162,7 @@ class _ToExample(beam.DoFn):
             features.SOURCE: _bytes_feature(source.encode()),
             features.DURATION_S: _float_feature(duration),
         }
+        clean = None
         if clean_name:
             try:
                 clean = audio_io.decode_to_mono_16k(self._read(clean_name))
@@ -152,18 +172,10 @@ class _ToExample(beam.DoFn):
                 raise audio_io.AudioError(
                     f"clean reference {clean_name} is {len(clean)} samples, noisy file {len(audio)}")
             feats[features.CLEAN_AUDIO] = _bytes_feature(audio_io.encode_pcm16_wav(clean))
-            if not meta.get("snr_db"):  # measured; None (silent or identical) records nothing
-                n = min(len(clean), len(audio))
-                measured = snr_metrics.snr_db(clean[:n], audio[:n])
-                if measured is not None:
-                    feats[features.SNR_DB] = _float_feature(round(measured, 2))
         if meta.get("noise_kind"):
             feats[features.NOISE_KIND] = _bytes_feature(meta["noise_kind"].encode())
-        if meta.get("snr_db"):
-            try:
-                snr = float(meta["snr_db"])
-            except ValueError as e:
-                raise audio_io.AudioError(f"snr_db {meta['snr_db']!r} is not a number") from e
+        snr = _input_snr(meta.get("snr_db", ""), clean, audio)
+        if snr is not None:
             feats[features.SNR_DB] = _float_feature(snr)
         return tf.train.Example(features=tf.train.Features(feature=feats))
 
