@@ -78,7 +78,6 @@ class _ServingModule(tf.Module):
             result[features.OUT_ENHANCED_WAV] = self._to_wav(result.pop(features.OUT_ENHANCED), transformed)
         return result
 
-
     def _denoise_wav(self, wav):
         """The denoiser over a whole recording, normalized as the Transform does."""
         audio, mean, std = normalize(decode_16k(wav))

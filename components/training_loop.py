@@ -57,6 +57,11 @@ def build_optimizer(cfg: TrainerConfig, total_steps: int) -> keras.mixed_precisi
     return keras.mixed_precision.LossScaleOptimizer(adamw, dynamic=True)
 
 
+def _targets(y):
+    """Targets as a dict: plain labels become {LABEL_ID: labels}."""
+    return y if isinstance(y, dict) else {features.LABEL_ID: y}
+
+
 def make_loss(cfg: TrainerConfig):
     """The objective: (model outputs, inputs, targets, global example count, global count of
     examples with a clean reference) -> (loss, logits, summed SI-SNR of the enhanced audio,
@@ -72,7 +77,7 @@ def make_loss(cfg: TrainerConfig):
 
     def loss_fn(outputs, x, y, global_count, global_clean_count):
         outputs = outputs if isinstance(outputs, dict) else {features.LOGITS: outputs}
-        y = y if isinstance(y, dict) else {features.LABEL_ID: y}
+        y = _targets(y)
         logits = tf.cast(outputs[features.LOGITS], tf.float32)  # losses in float32
         loss = tf.constant(0.0)
         if cfg.objective != "denoise":
@@ -106,16 +111,15 @@ def make_train_step(model: keras.Model, optimizer: keras.mixed_precision.LossSca
                                                            global_clean_count)
             scaled = optimizer.get_scaled_loss(loss)
         grads = optimizer.get_unscaled_gradients(tape.gradient(scaled, variables))
-        labels = y[features.LABEL_ID] if isinstance(y, dict) else y
-        correct = tf.reduce_sum(tf.cast(tf.equal(tf.argmax(logits, -1), labels), tf.float32))
+        correct = tf.reduce_sum(tf.cast(tf.equal(tf.argmax(logits, -1), y[features.LABEL_ID]), tf.float32))
         return loss, grads, {"correct": correct, "si_snr_sum": si_snr_sum, "with_clean": with_clean}
 
     def replica_step(x, y):
-        labels = y[features.LABEL_ID] if isinstance(y, dict) else y
-        count = tf.shape(labels)[0]
+        y = _targets(y)
+        count = tf.shape(y[features.LABEL_ID])[0]
         global_count = tf.cast(count * strategy.num_replicas_in_sync, tf.float32)
         with_clean = (tf.reduce_sum(tf.cast(y[features.HAS_CLEAN], tf.float32))
-                      if isinstance(y, dict) and features.HAS_CLEAN in y else tf.constant(0.0))
+                      if features.HAS_CLEAN in y else tf.constant(0.0))
         global_clean_count = tf.distribute.get_replica_context().all_reduce(
             tf.distribute.ReduceOp.SUM, with_clean)
         if grad_accum_steps == 1:
