@@ -65,7 +65,10 @@ def test_learns_to_remove_white_noise_from_tones():
     t = np.arange(n) / 16000
 
     def batch(size=16):
-        clean = np.stack([np.sin(2 * np.pi * rng.uniform(200, 2000) * t) for _ in range(size)])
+        # Tones in 300-1000 Hz: merely low-passing at 2 kHz gives about 6 dB, so with the
+        # earlier 200-2000 Hz band the 6 dB bound sat on that plateau (flaky, 5.95 dB once);
+        # here 60 steps reach about 10 dB on six seeds tried.
+        clean = np.stack([np.sin(2 * np.pi * rng.uniform(300, 1000) * t) for _ in range(size)])
         return (tf.constant(clean + rng.standard_normal((size, n)), tf.float32),
                 tf.constant(clean, tf.float32))
 
