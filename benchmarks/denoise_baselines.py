@@ -36,7 +36,7 @@ from tfx.components.example_gen.base_example_gen_executor import _PartitionFn
 from benchmarks.report import publish
 from components import audio_io, features
 from components.snr_metrics import improvement_db, si_snr_db, snr_db
-from pipeline.config import load_config
+from components.config import load_config
 
 RNNOISE_RATE = 48000
 RNNOISE_DELAY_S = 0.020

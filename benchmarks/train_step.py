@@ -18,7 +18,7 @@ import tensorflow as tf
 from benchmarks.report import publish
 from components import features, training_loop
 from components.model import build_model, input_keys
-from pipeline.config import FeatureConfig, TrainerConfig, Wav2Vec2Config
+from components.config import FeatureConfig, TrainerConfig, Wav2Vec2Config
 
 TINY = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
             conv_dim=(32, 32, 32), conv_kernel=(8, 3, 3), conv_stride=(4, 2, 2),

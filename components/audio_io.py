@@ -6,10 +6,14 @@ well-kept libraries; nothing here parses audio by hand.
 from __future__ import annotations
 
 import io
+import re
+from typing import Iterator
 
 import numpy as np
 import soundfile
 import soxr
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
 
 from components import features
 
@@ -23,15 +27,10 @@ def decode_to_mono_16k(data: bytes) -> np.ndarray:
     try:
         samples, rate = soundfile.read(io.BytesIO(data), dtype="float32", always_2d=True)
     except (RuntimeError, soundfile.LibsndfileError, TypeError) as e:
-        raise AudioError(f"not a readable audio file ({e})") from e
+        raise AudioError(f"not a readable audio file: {_plain(e)}") from e
     if samples.shape[0] == 0:
         raise AudioError("audio file has no samples")
-    mono = samples.mean(axis=1)
-    if not np.all(np.isfinite(mono)):
-        raise AudioError("audio contains NaN or infinite samples")
-    if rate != features.SAMPLE_RATE:
-        mono = soxr.resample(mono, rate, features.SAMPLE_RATE, quality="HQ").astype(np.float32)
-    return mono
+    return _to_mono_16k(samples, rate)
 
 
 def encode_pcm16_wav(samples: np.ndarray) -> bytes:
@@ -40,3 +39,81 @@ def encode_pcm16_wav(samples: np.ndarray) -> bytes:
     soundfile.write(buf, np.clip(samples, -1.0, 1.0), features.SAMPLE_RATE,
                     subtype="PCM_16", format="WAV")
     return buf.getvalue()
+
+
+class AudioFile:
+    """One audio file opened for reading windows of it, without reading it whole.
+
+    Wraps `soundfile.SoundFile` on a Beam filesystem handle (local, gs://, ...): the
+    header gives the rate, channels and length; `window` reads and converts just
+    the frames asked for, so memory is bounded by the window, not by the file."""
+
+    def __init__(self, path: str):
+        self.path = path
+        try:
+            self._handle = FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
+        except Exception as e:  # Beam wraps every filesystem error in its own types
+            raise AudioError(f"cannot open the file: {_plain(e)}") from e
+        try:
+            self._file = soundfile.SoundFile(self._handle)
+        except (RuntimeError, soundfile.LibsndfileError, TypeError, ValueError) as e:
+            self._handle.close()
+            raise AudioError(f"not a readable audio file: {_plain(e)}") from e
+        self.rate = int(self._file.samplerate)
+        self.frames = int(self._file.frames)
+        if self.frames <= 0:
+            self.close()
+            raise AudioError("audio file has no samples")
+
+    @property
+    def duration_s(self) -> float:
+        return self.frames / self.rate
+
+    def window(self, start_s: float, end_s: float) -> np.ndarray:
+        """Mono float32 samples at 16 kHz of [start_s, end_s)."""
+        start = int(round(start_s * self.rate))
+        count = int(round(end_s * self.rate)) - start
+        self._file.seek(start)
+        samples = self._file.read(count, dtype="float32", always_2d=True)
+        if samples.shape[0] < count:
+            raise AudioError(f"the header declares {self.duration_s:.2f} s but the data ends at "
+                             f"{(start + samples.shape[0]) / self.rate:.2f} s (truncated file)")
+        mono = _to_mono_16k(samples, self.rate)
+        want = int(round((end_s - start_s) * features.SAMPLE_RATE))  # the resampler may round by a sample
+        return mono[:want] if mono.size >= want else np.pad(mono, (0, want - mono.size))
+
+    def blocks_16k(self, block_s: float = 10.0) -> Iterator[np.ndarray]:
+        """The whole file as consecutive 16 kHz mono blocks (a streaming resampler keeps
+        the blocks seamless)."""
+        self._file.seek(0)
+        stream = None if self.rate == features.SAMPLE_RATE else soxr.ResampleStream(
+            self.rate, features.SAMPLE_RATE, 1, dtype="float32", quality="HQ")
+        for block in self._file.blocks(blocksize=int(block_s * self.rate), dtype="float32", always_2d=True):
+            mono = block.mean(axis=1)
+            yield mono if stream is None else stream.resample_chunk(mono)
+        if stream is not None:
+            yield stream.resample_chunk(np.zeros(0, np.float32), last=True)
+
+    def close(self) -> None:
+        self._file.close()
+        self._handle.close()
+
+    def __enter__(self) -> "AudioFile":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _plain(error: Exception) -> str:
+    """An error's message without Python reprs of in-memory objects."""
+    return re.sub(r"<[^<>]* at 0x[0-9a-f]+>", "the file", str(error)).strip() or type(error).__name__
+
+
+def _to_mono_16k(samples: np.ndarray, rate: int) -> np.ndarray:
+    mono = samples.mean(axis=1)
+    if not np.all(np.isfinite(mono)):
+        raise AudioError("audio contains NaN or infinite samples")
+    if rate != features.SAMPLE_RATE:
+        mono = soxr.resample(mono, rate, features.SAMPLE_RATE, quality="HQ").astype(np.float32)
+    return mono

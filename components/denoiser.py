@@ -12,7 +12,7 @@ from __future__ import annotations
 import tensorflow as tf
 import tf_keras as keras
 
-from pipeline.config import DenoiserConfig
+from components.config import DenoiserConfig
 
 _EPS = 1e-8
 

@@ -13,7 +13,7 @@ import tensorflow_model_analysis as tfma
 
 from components import features, tfma_snr
 from components.transform import snr_bucket_names
-from pipeline.config import EvaluatorConfig, FeatureConfig, TrainerConfig
+from components.config import EvaluatorConfig, FeatureConfig, TrainerConfig
 
 
 def _overall_gate(floor: float, max_regression: float) -> List[tfma.PerSliceMetricThreshold]:

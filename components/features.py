@@ -12,8 +12,10 @@ AUDIO = "audio"  # 16 kHz mono PCM16 WAV bytes
 CLEAN_AUDIO = "clean_audio"  # clean reference, same format, where known
 LABEL = "label"
 GROUP = "group"  # speaker / recording group; splits are hashed on it
-SOURCE = "source"  # path relative to input_base
-DURATION_S = "duration_s"
+SOURCE = "source"  # the recording: its path relative to input_base
+DURATION_S = "duration_s"  # the example's (window's) length
+OFFSET_S = "offset_s"  # where the window starts in the recording
+SEGMENT_INDEX = "segment_index"  # the window's position among the recording's examples
 NOISE_KIND = "noise_kind"
 SNR_DB = "snr_db"
 

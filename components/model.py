@@ -21,7 +21,7 @@ import transformers
 from components import features
 from components.denoiser import Denoiser
 from components.transform import log_mel, normalize, spec_augment
-from pipeline.config import FeatureConfig, TrainerConfig, Wav2Vec2Config
+from components.config import FeatureConfig, TrainerConfig, Wav2Vec2Config
 
 # Which transformed features each backbone reads (without the denoiser).
 BACKBONE_INPUTS = {"logmel_cnn": (features.LOG_MEL,),

@@ -24,7 +24,7 @@ from components.export import export_saved_model
 from components.denoiser import si_snr
 from components.model import build_model, input_keys
 from components.transform import spec_augment
-from pipeline.config import PipelineConfig, TrainerConfig
+from components.config import PipelineConfig, TrainerConfig
 
 
 def make_dataset(file_pattern, data_accessor, tf_transform_output: tft.TFTransformOutput,
@@ -141,7 +141,8 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
             model = _float32_copy(model, build)
     finally:
         keras.mixed_precision.set_global_policy("float32")
-    export_saved_model(model, tf_transform_output, input_keys(tcfg), fn_args.serving_model_dir)
+    export_saved_model(model, tf_transform_output, input_keys(tcfg), cfg.features.num_samples,
+                       fn_args.serving_model_dir)
 
 
 def _train(model, optimizer, train_step, dist_ds, eval_ds, manager, log_dir, tcfg, steps_per_epoch,

@@ -19,7 +19,7 @@ from transformers.optimization_tf import WarmUp
 
 from components import features
 from components.denoiser import si_snr
-from pipeline.config import TrainerConfig
+from components.config import TrainerConfig
 
 PRECISIONS = ("float32", "mixed_float16", "mixed_bfloat16")
 _NO_DECAY = ["bias", "gamma", "beta", "norm", "LayerNorm", "layer_norm", "weight_g"]

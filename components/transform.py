@@ -13,7 +13,7 @@ import tensorflow as tf
 import tensorflow_transform as tft
 
 from components import features
-from pipeline.config import FeatureConfig, SpecAugmentConfig
+from components.config import FeatureConfig, SpecAugmentConfig
 
 _EPS = 1e-6
 
@@ -51,8 +51,9 @@ def normalize(audio: tf.Tensor, valid: Optional[tf.Tensor] = None):
 def decode_waveform(wav_bytes: tf.Tensor, num_samples: int,
                     reference_bytes: Optional[tf.Tensor] = None) -> Dict[str, tf.Tensor]:
     """[B] PCM16 WAV bytes -> {WAVEFORM [B, num_samples], NUM_SAMPLES, WAVEFORM_MEAN,
-    WAVEFORM_STD}: cropped or zero-padded, each utterance normalized to zero mean and
-    unit variance over its own samples (as Wav2Vec2FeatureExtractor does).
+    WAVEFORM_STD}: zero-padded, each utterance normalized to zero mean and unit
+    variance over its own samples (as Wav2Vec2FeatureExtractor does). Audio longer than
+    `num_samples` is refused, never cropped unseen.
 
     With `reference_bytes` (clean references, same length), also CLEAN_WAVEFORM:
     the reference cropped and normalized with the *noisy* utterance's mean and std,
@@ -60,9 +61,14 @@ def decode_waveform(wav_bytes: tf.Tensor, num_samples: int,
     noisy utterance's mean (its DC offset, about 0 for speech) removed from both."""
 
     def pcm(wav: tf.Tensor):
-        audio = decode_16k(wav)[:num_samples]
+        audio = decode_16k(wav)
         length = tf.shape(audio)[0]
-        return tf.pad(audio, [[0, num_samples - length]]), tf.cast(length, tf.int64)
+        fits = tf.debugging.assert_less_equal(length, num_samples, message=(
+            f"audio longer than the model's window of {num_samples} samples (features.clip_seconds): "
+            f"it would be cropped. Cut recordings into windows (the ExampleGen does; for whole "
+            f"recordings use components.recording)"))
+        with tf.control_dependencies([fits]):
+            return tf.pad(audio, [[0, num_samples - length]]), tf.cast(length, tf.int64)
 
     def decode(batch: tf.Tensor):
         audio, lengths = tf.map_fn(pcm, batch, fn_output_signature=(

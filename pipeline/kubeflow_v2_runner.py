@@ -12,7 +12,7 @@ import argparse
 import pipeline  # noqa: F401  (sets TF_USE_LEGACY_KERAS before TensorFlow loads)
 from tfx import v1 as tfx
 
-from pipeline.config import load_config
+from components.config import load_config
 from pipeline.pipeline import create_pipeline
 
 

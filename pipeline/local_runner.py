@@ -13,7 +13,7 @@ from absl import logging
 from tfx import v1 as tfx
 
 from pipeline import summary
-from pipeline.config import load_config
+from components.config import load_config
 from pipeline.pipeline import create_pipeline
 
 

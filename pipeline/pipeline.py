@@ -11,9 +11,10 @@ from typing import List, Optional
 from ml_metadata.proto import metadata_store_pb2
 from tfx import v1 as tfx
 
+from components import features
 from components.evaluator import make_eval_config
 from components.wav_example_gen import WavExampleGen
-from pipeline.config import PipelineConfig
+from components.config import PipelineConfig
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PREPROCESSING_FN = "components.transform.preprocessing_fn"
@@ -36,13 +37,8 @@ def create_pipeline(config: PipelineConfig, pipeline_root: Optional[str] = None,
         output_config=tfx.proto.Output(split_config=tfx.proto.SplitConfig(
             splits=[tfx.proto.SplitConfig.Split(name=name, hash_buckets=buckets)
                     for name, buckets in data.split_buckets.items()],
-            partition_feature_name="group")),
-        metadata_file=data.metadata_file,
-        max_duration_s=data.max_duration_s,
-        max_reject_fraction=data.max_reject_fraction,
-        layout=data.layout,
-        noise_base=_absolute(data.noise_base) if data.noise_base else "",
-        noisy_copies=data.noisy_copies, snr_db_range=data.snr_db_range, mix_seed=data.mix_seed)
+            partition_feature_name=features.GROUP)),
+        **dict(config.ingest_options(), noise_base=_absolute(data.noise_base) if data.noise_base else ""))
 
     statistics_gen = tfx.components.StatisticsGen(examples=example_gen.outputs["examples"])
     schema_gen = tfx.components.ImportSchemaGen(schema_file=os.path.join(REPO_ROOT, config.schema_file))

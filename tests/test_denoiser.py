@@ -8,7 +8,7 @@ import tf_keras as keras
 
 from components.denoiser import Denoiser, si_snr
 from components.snr_metrics import si_snr_db
-from pipeline.config import DenoiserConfig
+from components.config import DenoiserConfig
 
 
 @pytest.fixture(autouse=True)

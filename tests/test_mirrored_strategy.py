@@ -15,7 +15,7 @@ cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
 from components import features, training_loop
 from components.model import build_model
-from pipeline.config import FeatureConfig, TrainerConfig
+from components.config import FeatureConfig, TrainerConfig
 
 strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
 cfg = TrainerConfig(backbone="logmel_cnn", learning_rate=3e-3, batch_size=8, grad_accum_steps=1)

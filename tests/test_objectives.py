@@ -11,7 +11,7 @@ import tf_keras as keras
 from components import features, training_loop
 from components.model import build_model, input_keys
 from components.snr_metrics import si_snr_db
-from pipeline.config import DenoiserConfig, FeatureConfig, PipelineConfig, TrainerConfig
+from components.config import DenoiserConfig, FeatureConfig, PipelineConfig, TrainerConfig
 
 FEATS = FeatureConfig(clip_seconds=0.215, num_mel_bins=16)
 SMALL = DenoiserConfig(enabled=True, channels=16, gru_units=8)
@@ -121,7 +121,7 @@ def _fits_one_batch(model, cfg, steps=20):
 
 def test_wav2vec2_backbone_consumes_the_enhanced_audio_renormalized():
     from tests.test_wav2vec2 import TINY
-    from pipeline.config import Wav2Vec2Config
+    from components.config import Wav2Vec2Config
 
     tf.random.set_seed(0)
     cfg = dataclasses.replace(_cfg("joint"), backbone="wav2vec2", learning_rate=1e-3,

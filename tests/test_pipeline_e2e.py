@@ -14,7 +14,7 @@ from tfx import v1 as tfx
 from components import audio_io, features, tfma_snr
 from components.snr_metrics import improvement_db, si_snr_db
 from pipeline import demo_data, summary
-from pipeline.config import load_config
+from components.config import load_config
 from pipeline.pipeline import create_pipeline
 from tests.test_wav_example_gen import _read_examples, _value
 

@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from pipeline.config import PipelineConfig, load_config
+from components.config import PipelineConfig, load_config
 from pipeline.kubeflow_v2_runner import compile_pipeline
 
 

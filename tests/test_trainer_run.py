@@ -19,7 +19,7 @@ from tfx.components.trainer import fn_args_utils
 from tfx.utils import proto_utils
 
 from components import features, trainer
-from pipeline.config import load_config
+from components.config import load_config
 from tests import tfx_executors
 from tests.test_wav_example_gen import _read_examples, _value
 

@@ -8,7 +8,7 @@ import tf_keras as keras
 
 from components import features, training_loop
 from components.model import build_model
-from pipeline.config import FeatureConfig, TrainerConfig
+from components.config import FeatureConfig, TrainerConfig
 
 FRAMES, BINS, CLASSES = 20, 16, 3
 FEATS = FeatureConfig(clip_seconds=0.215, num_mel_bins=BINS)  # 20 frames

@@ -12,7 +12,7 @@ import tensorflow_transform.beam as tft_beam
 from tensorflow_transform.tf_metadata import dataset_metadata, schema_utils
 
 from components import audio_io, features, transform
-from pipeline.config import FeatureConfig, SpecAugmentConfig
+from components.config import FeatureConfig, SpecAugmentConfig
 from components.snr_metrics import snr_db
 from tests.audio_helpers import tone
 
@@ -21,9 +21,9 @@ def _wav(samples):
     return audio_io.encode_pcm16_wav(np.asarray(samples, np.float32))
 
 
-def test_decode_waveform_crops_pads_and_normalizes_each_utterance():
+def test_decode_waveform_pads_and_normalizes_each_utterance():
     short = 0.5 * tone(0.25, 300) + 0.1  # offset and quiet: normalization removes both
-    long = tone(2.0, 500)
+    long = tone(1.0, 500)
     decoded = transform.decode_waveform(tf.constant([_wav(short), _wav(long)]), 16000)
     out, lengths = decoded[features.WAVEFORM].numpy(), decoded[features.NUM_SAMPLES]
     assert out.shape == (2, 16000)
@@ -32,10 +32,15 @@ def test_decode_waveform_crops_pads_and_normalizes_each_utterance():
     assert valid.mean() == pytest.approx(0.0, abs=1e-3)
     assert valid.std() == pytest.approx(1.0, abs=1e-2)
     assert np.all(out[0, 4000:] == 0.0)  # zero padding after the utterance
-    assert out[1].std() == pytest.approx(1.0, abs=1e-2)  # cropped, no padding
+    assert out[1].std() == pytest.approx(1.0, abs=1e-2)  # the whole window, no padding
     # The normalization can be undone (serve_wav does, for the enhanced audio).
     restored = valid * decoded[features.WAVEFORM_STD][0].numpy() + decoded[features.WAVEFORM_MEAN][0].numpy()
     np.testing.assert_allclose(restored, short, atol=1e-4)
+
+
+def test_audio_longer_than_the_window_is_refused_not_cropped():
+    with pytest.raises(tf.errors.InvalidArgumentError, match="longer than the model's window of 16000 samples"):
+        transform.decode_waveform(tf.constant([_wav(tone(1.0, 300)), _wav(tone(1.01, 300))]), 16000)
 
 
 def test_audio_at_another_sample_rate_is_refused_not_misread():
@@ -82,10 +87,10 @@ def test_preprocessing_fn_normalizes_over_the_full_pass_and_maps_labels():
                 features.SNR_DB: tf.io.VarLenFeature(tf.float32)}
     metadata = dataset_metadata.DatasetMetadata(schema_utils.schema_from_feature_spec(raw_spec))
     rng = np.random.default_rng(0)
-    data = [{features.AUDIO: [_wav(tone(0.6, f) + 0.01 * rng.standard_normal(9600))],
+    data = [{features.AUDIO: [_wav(tone(0.5, f) + 0.01 * rng.standard_normal(8000))],
              features.LABEL: [label], features.CLEAN_AUDIO: [], features.SNR_DB: []}
             for f, label in [(200, b"low"), (250, b"low"), (3000, b"high"), (3500, b"high"), (3200, b"high")]]
-    data[1][features.CLEAN_AUDIO] = [_wav(tone(0.6, 250))]  # the second one has a clean reference
+    data[1][features.CLEAN_AUDIO] = [_wav(tone(0.5, 250))]  # the second one has a clean reference
     data[1][features.SNR_DB] = [7.5]
     custom_config = {"config": {"features": {"clip_seconds": 0.5, "num_mel_bins": 32}}}
     with tft_beam.Context(temp_dir=tempfile.mkdtemp()):

@@ -11,7 +11,7 @@ import transformers
 
 from components import features, training_loop
 from components.model import build_model
-from pipeline.config import FeatureConfig, TrainerConfig, Wav2Vec2Config
+from components.config import FeatureConfig, TrainerConfig, Wav2Vec2Config
 
 # A tiny Wav2Vec2 (ENVIRONMENT.md): trains on the CPU in seconds.
 TINY = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,

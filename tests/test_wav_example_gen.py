@@ -15,6 +15,7 @@ from tfx.utils import proto_utils
 from components import audio_io, features
 from components.wav_example_gen import WavExampleGen
 from components.wav_example_gen import executor as wav_executor
+from components.wav_example_gen import segments
 from tests.audio_helpers import tone, write_wav
 
 
@@ -60,7 +61,29 @@ def _run_executor(input_base, output_dir, split_buckets=None, **options):
     examples = standard_artifacts.Examples()
     examples.uri = str(output_dir)
     wav_executor.Executor().Do({}, {standard_component_specs.EXAMPLES_KEY: [examples]}, exec_properties)
+    assert_seconds_add_up(examples)
     return examples
+
+
+def assert_seconds_add_up(examples):
+    """Every second of input is accounted: seconds in = seconds under an example window
+    + seconds dropped (by reason) + seconds of rejected files; and the seconds under
+    windows are those of the examples actually written (noisy copies aside)."""
+    seconds = wav_executor.read_seconds(os.path.join(examples.uri, "ingest_report"))
+    dropped = sum(seconds["dropped"].values())
+    assert seconds["seconds_in"] == pytest.approx(
+        seconds["seconds_in_examples"] + dropped + seconds["seconds_rejected"], abs=1e-6)
+    windows = {}
+    for split in _read_examples(examples.uri).values():
+        for e in split:
+            source = _value(e, features.SOURCE).decode()
+            if "#noisy" not in source:
+                start = _value(e, features.OFFSET_S)
+                windows.setdefault(source, []).append((start, start + _value(e, features.DURATION_S)))
+    covered = sum(segments.union_length(w) for w in windows.values())
+    assert covered == pytest.approx(seconds["seconds_in_examples"], abs=1e-3 * (1 + len(windows)))
+    assert examples.get_float_custom_property("seconds_in") == pytest.approx(seconds["seconds_in"], abs=1e-3)
+    return seconds
 
 
 @pytest.fixture()
@@ -219,5 +242,5 @@ def test_paired_layout_reads_noisy_with_clean_references_and_measures_the_input_
         assert _value(example, features.SNR_DB) == pytest.approx(6.0, abs=0.1)
         assert np.corrcoef(clean, noisy)[0, 1] > 0.8  # really the matching pair
     _, rejects = wav_executor.read_report(os.path.join(examples.uri, "ingest_report"))
-    assert rejects == [{"source": "noisy/yes/orphan.wav",
+    assert rejects == [{"source": "noisy/yes/orphan.wav", "seconds": 0.5,
                         "reason": "paired layout: no clean reference clean/yes/orphan.wav"}]

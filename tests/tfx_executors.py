@@ -11,7 +11,7 @@ from tfx.components.transform import executor as transform_executor
 from tfx.types import artifact_utils, standard_artifacts
 from tfx.utils import proto_utils
 
-from pipeline.config import PipelineConfig
+from components.config import PipelineConfig
 from pipeline.pipeline import PREPROCESSING_FN, REPO_ROOT, RUN_FN
 from tests.audio_helpers import tone, write_wav
 from tests.test_wav_example_gen import _run_executor
@@ -37,7 +37,7 @@ def make_transformed(root, config: PipelineConfig, speakers=12):
         for k, label in enumerate(LABELS):
             freq = 300 * 3 ** k * (1 + 0.05 * s)
             write_wav(base / label / f"spk{s}.wav", tone(0.3, freq) + 0.02 * rng.standard_normal(4800))
-    examples = _run_executor(base, root / "examples", {"train": 4, "eval": 1})
+    examples = _run_executor(base, root / "examples", {"train": 4, "eval": 1}, segment_s=config.segment_s)
     schema = _artifact(standard_artifacts.Schema, root / "schema")
     with open(os.path.join(REPO_ROOT, config.schema_file)) as src, \
             open(os.path.join(schema.uri, "schema.pbtxt"), "w") as dst:

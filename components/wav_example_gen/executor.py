@@ -1,12 +1,18 @@
-"""WAV ExampleGen executor: reads audio files with Beam and writes tf.Examples.
+"""WAV ExampleGen executor: reads recordings with Beam and writes one tf.Example per window.
 
-Input: `input_base/<label>/*.wav` (the split pattern), plus an optional
-audiofolder-style `metadata.csv` (`file_name,label[,group,clean_file_name,
-noise_kind,snr_db]`). With `layout=paired` (VoiceBank-DEMAND style), files under
-`noisy/` take `clean/` + the same relative path as their clean reference, and
-a label folder, if any, comes after `noisy/`. Where a clean reference exists and
-no `snr_db` is given, the input SNR is measured. Every file ends up either as an
-example or as a line in `<examples uri>/ingest_report/rejects.jsonl` with its reason.
+Input: `input_base/<label>/*.wav` (the split pattern), an optional audiofolder-style
+`metadata.csv` (`file_name,label[,group,clean_file_name,noise_kind,snr_db]`) and
+an optional `segments.csv` (`file_name,start_s,end_s,label`) of labelled spans.
+With `layout=paired` (VoiceBank-DEMAND style), files under `noisy/` take `clean/` +
+the same relative path as their clean reference.
+
+Recordings of any length are cut into windows (`segments.plan`): fixed windows of
+`segment_s` every `hop_s`, or speech regions found by voice-activity detection,
+inside the labelled spans (gaps dropped or labelled `background`). Only the
+windows are read from the files, so a worker's memory is bounded by a window.
+Every file ends up as examples or as a line in `ingest_report/rejects.jsonl`, and
+every second of input is accounted in `ingest_report/seconds.json`: seconds in =
+seconds in examples + seconds dropped (by reason) + seconds of rejected files.
 """
 from __future__ import annotations
 
@@ -14,35 +20,37 @@ import csv
 import io
 import json
 import os
-from typing import Any, Dict, Iterable, List, Optional, Tuple, Union
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 import apache_beam as beam
 import numpy as np
 import tensorflow as tf
+import webrtcvad
 from absl import logging
 from apache_beam.io import fileio
 from apache_beam.io.filesystems import FileSystems
-from tfx.components.example_gen.base_example_gen_executor import BaseExampleGenExecutor
 from google.protobuf import json_format, struct_pb2
+from tfx.components.example_gen.base_example_gen_executor import BaseExampleGenExecutor
 from tfx.proto import example_gen_pb2
 from tfx.types import artifact_utils, standard_component_specs
 from tfx.utils import proto_utils
 
 from components import audio_io, features, snr_metrics
-from components.wav_example_gen import noise_mix
-from pipeline.config import DataConfig
+from components.config import INGEST_OPTIONS, DataConfig, FeatureConfig
+from components.wav_example_gen import noise_mix, segments
 
 REPORT_DIR_KEY = "_tfx_audio_report_dir"
 REJECTS_FILE = "rejects.jsonl"
+SECONDS_FILE = "seconds.json"
 ACCEPTED_FILE = "accepted_count.txt"
 AUGMENTED_FILE = "noisy_copies_count.txt"
-REJECTS_TAG = "rejects"
+REJECTS_TAG, SECONDS_TAG = "rejects", "seconds"
 LAYOUTS = ("folders", "paired")
+SEGMENTATIONS = ("fixed", "vad")
 NOISY_DIR, CLEAN_DIR = "noisy/", "clean/"  # the paired layout's folders
-# The component's options: fields of pipeline.config.DataConfig, defaults included.
-OPTION_NAMES = ("metadata_file", "max_duration_s", "max_reject_fraction", "layout", "noise_base",
-                "noisy_copies", "snr_db_range", "mix_seed")
 _METADATA_COLUMNS = ("file_name", "label", "group", "clean_file_name", "noise_kind", "snr_db")
+_SEGMENT_COLUMNS = ("file_name", "start_s", "end_s", "label")
+_VAD_FRAME = 480  # 30 ms at 16 kHz, a frame size webrtcvad takes
 
 
 def _options(exec_properties: Dict[str, Any]) -> Dict[str, Any]:
@@ -56,7 +64,26 @@ def _options(exec_properties: Dict[str, Any]) -> Dict[str, Any]:
         if custom_config.custom_config.Unpack(struct):
             options = json_format.MessageToDict(struct)
     defaults = DataConfig()  # the one place the defaults live
-    return {**{name: getattr(defaults, name) for name in OPTION_NAMES}, **options}
+    merged = {**{name: getattr(defaults, name) for name in INGEST_OPTIONS}, **options}
+    merged["segment_s"] = float(merged["segment_s"] or FeatureConfig().clip_seconds)
+    merged["hop_s"] = float(merged["hop_s"] or merged["segment_s"])
+    return merged
+
+
+def _read_csv(path: str, required: Tuple[str, ...], columns: Tuple[str, ...]) -> List[Tuple[int, Dict[str, str]]]:
+    with FileSystems.open(path) as f:
+        reader = csv.DictReader(io.StringIO(f.read().decode("utf-8-sig")))
+    missing = set(required) - set(reader.fieldnames or [])
+    if missing:
+        raise ValueError(f"{path}: header lacks required column(s) {sorted(missing)}; "
+                         f"expected {','.join(columns)}")
+    rows = []
+    for line_no, row in enumerate(reader, start=2):
+        row = {k: (row.get(k) or "").strip() for k in columns}
+        if not row["file_name"]:
+            raise ValueError(f"{path}:{line_no}: empty file_name")
+        rows.append((line_no, row))
+    return rows
 
 
 def read_metadata(input_base: str, metadata_file: str) -> Dict[str, Dict[str, str]]:
@@ -64,23 +91,38 @@ def read_metadata(input_base: str, metadata_file: str) -> Dict[str, Dict[str, st
     path = os.path.join(input_base, metadata_file)
     if not metadata_file or not FileSystems.exists(path):
         return {}
-    with FileSystems.open(path) as f:
-        text = f.read().decode("utf-8-sig")
-    reader = csv.DictReader(io.StringIO(text))
-    missing = {"file_name", "label"} - set(reader.fieldnames or [])
-    if missing:
-        raise ValueError(f"{path}: header lacks required column(s) {sorted(missing)}; "
-                         f"expected file_name,label and optionally group,clean_file_name,"
-                         f"noise_kind,snr_db")
     rows: Dict[str, Dict[str, str]] = {}
-    for line_no, row in enumerate(reader, start=2):
-        name = (row.get("file_name") or "").strip()
-        if not name:
-            raise ValueError(f"{path}:{line_no}: empty file_name")
-        if name in rows:
-            raise ValueError(f"{path}:{line_no}: {name} is listed twice")
-        rows[name] = {k: (row.get(k) or "").strip() for k in _METADATA_COLUMNS}
+    for line_no, row in _read_csv(path, ("file_name", "label"), _METADATA_COLUMNS):
+        if row["file_name"] in rows:
+            raise ValueError(f"{path}:{line_no}: {row['file_name']} is listed twice")
+        rows[row["file_name"]] = row
     return rows
+
+
+def read_segments(input_base: str, segments_file: str) -> Dict[str, List[Tuple[float, float, str]]]:
+    """Reads segments.csv into {file_name: [(start_s, end_s, label)]}, checked: numbers,
+    end after start, a label, no overlap within a file."""
+    path = os.path.join(input_base, segments_file)
+    if not segments_file or not FileSystems.exists(path):
+        return {}
+    spans: Dict[str, List[Tuple[float, float, str, int]]] = {}
+    for line_no, row in _read_csv(path, _SEGMENT_COLUMNS, _SEGMENT_COLUMNS):
+        try:
+            start, end = float(row["start_s"]), float(row["end_s"])
+        except ValueError:
+            raise ValueError(f"{path}:{line_no}: start_s {row['start_s']!r} and end_s {row['end_s']!r} "
+                             f"must be numbers of seconds") from None
+        if not 0 <= start < end or not row["label"]:
+            raise ValueError(f"{path}:{line_no}: a span needs 0 <= start_s < end_s and a label")
+        spans.setdefault(row["file_name"], []).append((start, end, row["label"], line_no))
+    out = {}
+    for name, rows in spans.items():
+        rows.sort()
+        for (_, prev_end, _, prev_line), (start, _, _, line_no) in zip(rows, rows[1:]):
+            if start < prev_end:
+                raise ValueError(f"{path}:{line_no}: span of {name} overlaps the one on line {prev_line}")
+        out[name] = [(s, e, label) for s, e, label, _ in rows]
+    return out
 
 
 def _relative(path: str, input_base: str) -> str:
@@ -88,18 +130,19 @@ def _relative(path: str, input_base: str) -> str:
     return path[len(base):] if path.startswith(base) else path
 
 
-def _bytes_feature(value: bytes) -> tf.train.Feature:
-    return tf.train.Feature(bytes_list=tf.train.BytesList(value=[value]))
-
-
-def _float_feature(value: float) -> tf.train.Feature:
+def _feature(value) -> tf.train.Feature:
+    if isinstance(value, bytes):
+        return tf.train.Feature(bytes_list=tf.train.BytesList(value=[value]))
+    if isinstance(value, int):
+        return tf.train.Feature(int64_list=tf.train.Int64List(value=[value]))
     return tf.train.Feature(float_list=tf.train.FloatList(value=[value]))
 
 
-def _input_snr(given: str, clean: Optional[np.ndarray], noisy: np.ndarray) -> Optional[float]:
-    """The input SNR: metadata's `snr_db` when given, else measured against the clean
-    reference; None without either (or when undefined: silent or identical)."""
-    if given:
+def _input_snr(given: str, whole_file: bool, clean: Optional[np.ndarray], noisy: np.ndarray) -> Optional[float]:
+    """The window's input SNR: measured against the clean reference where there is one
+    (metadata's file-level `snr_db` only when the window is the whole file); else the
+    given `snr_db`; None when unknown or undefined (silent reference)."""
+    if given and (whole_file or clean is None):
         try:
             return float(given)
         except ValueError as e:
@@ -111,86 +154,179 @@ def _input_snr(given: str, clean: Optional[np.ndarray], noisy: np.ndarray) -> Op
     return None if measured is None else round(measured, 2)
 
 
-class _ToExample(beam.DoFn):
-    """Turns one (source, metadata) pair into a tf.Example or a reject record."""
+def speech_regions(audio: audio_io.AudioFile, options: Dict[str, Any]) -> List[segments.Interval]:
+    """Speech regions of a file by WebRTC's voice-activity detector (webrtcvad-wheels:
+    a maintained C detector needing no model download), read block by block."""
+    vad = webrtcvad.Vad(int(options["vad_aggressiveness"]))
+    flags: List[bool] = []
+    rest = np.zeros(0, np.int16)
+    for block in audio.blocks_16k():
+        pcm = np.concatenate([rest, (np.clip(block, -1, 1) * 32767).astype(np.int16)])
+        whole = len(pcm) // _VAD_FRAME * _VAD_FRAME
+        flags += [vad.is_speech(pcm[i:i + _VAD_FRAME].tobytes(), features.SAMPLE_RATE)
+                  for i in range(0, whole, _VAD_FRAME)]
+        rest = pcm[whole:]
+    return segments.speech_regions(flags, _VAD_FRAME / features.SAMPLE_RATE, float(options["vad_min_gap_s"]),
+                                   float(options["vad_pad_s"]), audio.duration_s)
 
-    def __init__(self, input_base: str, max_duration_s: float, layout: str = "folders"):
-        if layout not in LAYOUTS:
-            raise ValueError(f"data.layout {layout!r}: expected one of {LAYOUTS}")
+
+class _ToExamples(beam.DoFn):
+    """One recording (with its metadata and spans) -> a tf.Example per window, plus its
+    seconds accounting; or a reject record with the reason."""
+
+    def __init__(self, input_base: str, options: Dict[str, Any]):
+        if options["layout"] not in LAYOUTS:
+            raise ValueError(f"data.layout {options['layout']!r}: expected one of {LAYOUTS}")
+        if options["segmentation"] not in SEGMENTATIONS:
+            raise ValueError(f"data.segmentation {options['segmentation']!r}: expected one of {SEGMENTATIONS}")
         self._input_base = input_base
-        self._max_duration_s = max_duration_s
-        self._paired = layout == "paired"
+        self._options = options
         self._rejected = beam.metrics.Metrics.counter("wav_example_gen", "rejected")
         self._accepted = beam.metrics.Metrics.counter("wav_example_gen", "accepted")
 
-    def _read(self, source: str) -> bytes:
-        path = os.path.join(self._input_base, source)
-        try:
-            with FileSystems.open(path) as f:
-                return f.read()
-        except (IOError, OSError, beam.io.filesystem.BeamIOError) as e:
-            raise audio_io.AudioError(f"cannot read file ({e})") from e
+    def _path(self, name: str) -> str:
+        return os.path.join(self._input_base, name)
 
-    def _example(self, source: str, in_glob: bool, meta: Optional[Dict[str, str]]) -> tf.train.Example:
-        if not in_glob and meta is not None and not FileSystems.exists(
-                os.path.join(self._input_base, source)):
-            raise audio_io.AudioError("listed in metadata.csv but the file does not exist")
-        meta = meta or {}
-        audio = audio_io.decode_to_mono_16k(self._read(source))
-        duration = len(audio) / features.SAMPLE_RATE
-        if duration > self._max_duration_s:
-            raise audio_io.AudioError(
-                f"{duration:.1f} s long, over the {self._max_duration_s} s limit (data.max_duration_s)")
-        clean_name = meta.get("clean_file_name", "")
-        folders = source
-        if self._paired:
+    def _names(self, source: str, meta: Dict[str, str]) -> Tuple[str, str]:
+        """(label folder part, clean reference name)."""
+        clean_name, folders = meta.get("clean_file_name", ""), source
+        if self._options["layout"] == "paired":
             if not source.startswith(NOISY_DIR):
                 raise audio_io.AudioError(f"data.layout=paired reads files under {NOISY_DIR} only")
             folders = source[len(NOISY_DIR):]
             clean_name = clean_name or CLEAN_DIR + folders
-            if not FileSystems.exists(os.path.join(self._input_base, clean_name)):
+            if not FileSystems.exists(self._path(clean_name)):
                 raise audio_io.AudioError(f"paired layout: no clean reference {clean_name}")
-        label = meta.get("label") or (folders.split("/")[0] if "/" in folders else "")
-        if not label:
-            where = f"{NOISY_DIR}<label>/" if self._paired else "<label>/"
-            raise audio_io.AudioError(f"no label: put the file in a {where} folder or list it in metadata.csv")
-        group = meta.get("group") or clean_name or source
-        feats = {
-            features.AUDIO: _bytes_feature(audio_io.encode_pcm16_wav(audio)),
-            features.LABEL: _bytes_feature(label.encode()),
-            features.GROUP: _bytes_feature(group.encode()),
-            features.SOURCE: _bytes_feature(source.encode()),
-            features.DURATION_S: _float_feature(duration),
-        }
-        clean = None
-        if clean_name:
-            try:
-                clean = audio_io.decode_to_mono_16k(self._read(clean_name))
-            except audio_io.AudioError as e:
-                raise audio_io.AudioError(f"clean reference {clean_name}: {e}") from e
-            if abs(len(clean) - len(audio)) > 0.01 * len(audio) + 16:
-                raise audio_io.AudioError(
-                    f"clean reference {clean_name} is {len(clean)} samples, noisy file {len(audio)}")
-            feats[features.CLEAN_AUDIO] = _bytes_feature(audio_io.encode_pcm16_wav(clean))
-        if meta.get("noise_kind"):
-            feats[features.NOISE_KIND] = _bytes_feature(meta["noise_kind"].encode())
-        snr = _input_snr(meta.get("snr_db", ""), clean, audio)
-        if snr is not None:
-            feats[features.SNR_DB] = _float_feature(snr)
-        return tf.train.Example(features=tf.train.Features(feature=feats))
+        return folders, clean_name
 
-    def process(self, keyed: Tuple[str, Dict[str, List[Any]]]) -> Iterable[Union[tf.train.Example, Any]]:
+    def _plan(self, audio: audio_io.AudioFile, label: str, spans, speech_source) -> segments.Plan:
+        o = self._options
+        background = o["background_label"] if o["unlabelled_spans"] == "background" else None
+        spans = spans if spans is not None else [(0.0, audio.duration_s, label)]
+        speech = speech_regions(speech_source, o) if o["segmentation"] == "vad" else None
+        return segments.plan(audio.duration_s, spans, background, o["segment_s"], o["hop_s"],
+                             float(o["min_segment_s"]), speech)
+
+    def process(self, keyed: Tuple[str, Dict[str, List[Any]]]) -> Iterable[Any]:
         source, grouped = keyed
-        metas = grouped["meta"]
+        metas, spans = grouped["meta"], grouped["spans"]
+        if not grouped["file"] and not FileSystems.exists(self._path(source)):
+            where = "metadata.csv" if metas else "segments.csv"
+            yield from self._reject(source, f"listed in {where} but the file does not exist", 0.0)
+            return
+        meta = metas[0] if metas else {}
+        seconds = 0.0
         try:
-            example = self._example(source, bool(grouped["file"]), metas[0] if metas else None)
+            with audio_io.AudioFile(self._path(source)) as audio:
+                seconds = audio.duration_s
+                if seconds > float(self._options["max_duration_s"]):
+                    raise audio_io.AudioError(f"{seconds:.1f} s long, over the "
+                                              f"{self._options['max_duration_s']} s limit (data.max_duration_s)")
+                folders, clean_name = self._names(source, meta)
+                try:
+                    clean = audio_io.AudioFile(self._path(clean_name)) if clean_name else None
+                except audio_io.AudioError as e:
+                    raise audio_io.AudioError(f"clean reference {clean_name}: {e}") from e
+                try:
+                    yield from self._windows(source, meta, spans[0] if spans else None, folders,
+                                             audio, clean, clean_name)
+                finally:
+                    if clean is not None:
+                        clean.close()
         except audio_io.AudioError as e:
-            self._rejected.inc()
-            logging.warning("WAV ExampleGen rejects %s: %s", source, e)
-            yield beam.pvalue.TaggedOutput(REJECTS_TAG, {"source": source, "reason": str(e)})
+            yield from self._reject(source, str(e), seconds)
+
+    def _windows(self, source, meta, spans, folders, audio, clean, clean_name) -> Iterable[Any]:
+        if clean is not None and abs(clean.duration_s - audio.duration_s) > 0.01 * audio.duration_s + 0.001:
+            raise audio_io.AudioError(f"clean reference {clean_name} is {clean.duration_s:.3f} s, "
+                                      f"the noisy file {audio.duration_s:.3f} s")
+        label = meta.get("label") or (folders.split("/")[0] if "/" in folders else "")
+        if not label and spans is None:
+            where = f"{NOISY_DIR}<label>/" if self._options["layout"] == "paired" else "<label>/"
+            raise audio_io.AudioError(f"no label: put the file in a {where} folder, list it in "
+                                      f"metadata.csv or give its spans in segments.csv")
+        plan = self._plan(audio, label, spans, clean or audio)
+        if not plan.windows:
+            raise audio_io.AudioError("no example in it: " + ", ".join(
+                f"{s:.2f} s {reason}" for reason, s in sorted(plan.dropped_s.items())))
+        group = meta.get("group") or clean_name or source
+        whole = len(plan.windows) == 1 and plan.windows[0].duration_s >= audio.duration_s - 1e-6
+        written: List[segments.Window] = []
+        try:
+            for window in plan.windows:
+                noisy_audio = audio.window(window.start_s, window.end_s)
+                reference = clean.window(window.start_s, window.end_s) if clean is not None else None
+                yield self._example(source, meta, group, window, noisy_audio, reference, whole)
+                written.append(window)
+        except audio_io.AudioError as e:
+            if not written:
+                raise
+            # A file truncated after some windows: keep what was written, account the rest.
+            covered = segments.union_length([(w.start_s, w.end_s) for w in written])
+            self._accepted.inc()
+            yield beam.pvalue.TaggedOutput(SECONDS_TAG, {
+                "seconds_in": audio.duration_s, "seconds_in_examples": covered,
+                "dropped": {f"unreadable: {e}": audio.duration_s - covered}})
             return
         self._accepted.inc()
-        yield example
+        yield beam.pvalue.TaggedOutput(SECONDS_TAG, {
+            "seconds_in": audio.duration_s, "seconds_in_examples": plan.covered_s, "dropped": plan.dropped_s})
+
+    def _example(self, source, meta, group, window: segments.Window, noisy, clean, whole) -> tf.train.Example:
+        feats = {
+            features.AUDIO: _feature(audio_io.encode_pcm16_wav(noisy)),
+            features.LABEL: _feature(window.label.encode()),
+            features.GROUP: _feature(group.encode()),
+            features.SOURCE: _feature(source.encode()),
+            features.DURATION_S: _feature(len(noisy) / features.SAMPLE_RATE),
+            features.OFFSET_S: _feature(window.start_s),
+            features.SEGMENT_INDEX: _feature(window.index),
+        }
+        if clean is not None:
+            feats[features.CLEAN_AUDIO] = _feature(audio_io.encode_pcm16_wav(clean))
+        if meta.get("noise_kind"):
+            feats[features.NOISE_KIND] = _feature(meta["noise_kind"].encode())
+        snr = _input_snr(meta.get("snr_db", ""), whole, clean, noisy)
+        if snr is not None:
+            feats[features.SNR_DB] = _feature(snr)
+        return tf.train.Example(features=tf.train.Features(feature=feats))
+
+    def _reject(self, source: str, reason: str, seconds: float) -> Iterable[Any]:
+        self._rejected.inc()
+        logging.warning("WAV ExampleGen rejects %s: %s", source, reason)
+        yield beam.pvalue.TaggedOutput(REJECTS_TAG, {"source": source, "reason": reason,
+                                                     "seconds": round(seconds, 6)})
+
+
+class _SumSeconds(beam.CombineFn):
+    """Totals of the per-file seconds records (accepted files) and of rejected seconds."""
+
+    def create_accumulator(self):
+        return {"accepted_files": 0, "seconds_in": 0.0, "seconds_in_examples": 0.0, "seconds_rejected": 0.0,
+                "dropped": {}}
+
+    def add_input(self, acc, record):
+        acc["seconds_in"] += record.get("seconds_in", record.get("seconds", 0.0))
+        acc["seconds_in_examples"] += record.get("seconds_in_examples", 0.0)
+        if "reason" in record:
+            acc["seconds_rejected"] += record["seconds"]
+        else:
+            acc["accepted_files"] += 1
+        for reason, seconds in record.get("dropped", {}).items():
+            acc["dropped"][reason] = acc["dropped"].get(reason, 0.0) + seconds
+        return acc
+
+    def merge_accumulators(self, accumulators):
+        out = self.create_accumulator()
+        for acc in accumulators:
+            for key in ("accepted_files", "seconds_in", "seconds_in_examples", "seconds_rejected"):
+                out[key] += acc[key]
+            for reason, seconds in acc["dropped"].items():
+                out["dropped"][reason] = out["dropped"].get(reason, 0.0) + seconds
+        return out
+
+    def extract_output(self, acc):
+        return acc
 
 
 @beam.ptransform_fn
@@ -198,22 +334,22 @@ class _ToExample(beam.DoFn):
 @beam.typehints.with_output_types(tf.train.Example)
 def _WavToExample(pipeline: beam.Pipeline, exec_properties: Dict[str, Any],
                   split_pattern: str) -> beam.pvalue.PCollection:
-    """Reads input_base/split_pattern (and metadata.csv) into tf.Examples."""
+    """Reads input_base/split_pattern (with metadata.csv and segments.csv) into tf.Examples."""
     input_base = exec_properties[standard_component_specs.INPUT_BASE_KEY]
     options = _options(exec_properties)
-    metadata = read_metadata(input_base, options["metadata_file"])
     files = (
         pipeline
         | "MatchFiles" >> fileio.MatchFiles(os.path.join(input_base, split_pattern),
                                             empty_match_treatment=fileio.EmptyMatchTreatment.ALLOW)
         | "KeyBySource" >> beam.Map(lambda m: (_relative(m.path, input_base), True)))
-    meta = pipeline | "Metadata" >> beam.Create(sorted(metadata.items()))
+    meta = pipeline | "Metadata" >> beam.Create(sorted(read_metadata(input_base, options["metadata_file"]).items()))
+    spans = pipeline | "Spans" >> beam.Create(sorted(read_segments(input_base, options["segments_file"]).items()))
     outputs = (
-        {"file": files, "meta": meta}
-        | "JoinMetadata" >> beam.CoGroupByKey()
+        {"file": files, "meta": meta, "spans": spans}
+        | "Join" >> beam.CoGroupByKey()
         | "Reshuffle" >> beam.Reshuffle()
-        | "ToExample" >> beam.ParDo(_ToExample(input_base, float(options["max_duration_s"]), options["layout"]))
-        .with_outputs(REJECTS_TAG, main="examples"))
+        | "ToExamples" >> beam.ParDo(_ToExamples(input_base, options))
+        .with_outputs(REJECTS_TAG, SECONDS_TAG, main="examples"))
     examples = outputs["examples"]
     copies = int(options["noisy_copies"])
     noisy = None
@@ -221,38 +357,43 @@ def _WavToExample(pipeline: beam.Pipeline, exec_properties: Dict[str, Any],
         noisy = examples | "AddNoisyCopies" >> beam.ParDo(noise_mix.AddNoisyCopies(
             options["noise_base"], copies, options["snr_db_range"], int(options["mix_seed"])))
     report_dir = exec_properties.get(REPORT_DIR_KEY)
-    if report_dir and noisy is not None:
-        _ = (noisy
-             | "CountNoisy" >> beam.combiners.Count.Globally()
-             | "WriteNoisy" >> beam.io.WriteToText(os.path.join(report_dir, AUGMENTED_FILE),
-                                                   shard_name_template=""))
     if report_dir:
-        _ = (outputs[REJECTS_TAG]
-             | "RejectsToJson" >> beam.Map(lambda r: json.dumps(r, sort_keys=True))
-             | "WriteRejects" >> beam.io.WriteToText(os.path.join(report_dir, REJECTS_FILE),
-                                                     shard_name_template=""))
-        _ = (outputs["examples"]
-             | "CountAccepted" >> beam.combiners.Count.Globally()
-             | "WriteAccepted" >> beam.io.WriteToText(os.path.join(report_dir, ACCEPTED_FILE),
-                                                      shard_name_template=""))
+        def write(name, pcoll, file_name, count=True):
+            if count:
+                pcoll = pcoll | f"Count{name}" >> beam.combiners.Count.Globally()
+            _ = pcoll | f"Write{name}" >> beam.io.WriteToText(os.path.join(report_dir, file_name),
+                                                              shard_name_template="")
+        if noisy is not None:
+            write("Noisy", noisy, AUGMENTED_FILE)
+        write("Accepted", examples, ACCEPTED_FILE)
+        write("Rejects", outputs[REJECTS_TAG] | "RejectsToJson" >> beam.Map(json.dumps, sort_keys=True),
+              REJECTS_FILE, count=False)
+        seconds = ((outputs[SECONDS_TAG], outputs[REJECTS_TAG]) | "AllSeconds" >> beam.Flatten()
+                   | "SumSeconds" >> beam.CombineGlobally(_SumSeconds())
+                   | "SecondsToJson" >> beam.Map(json.dumps, sort_keys=True))
+        write("Seconds", seconds, SECONDS_FILE, count=False)
     return examples if noisy is None else (examples, noisy) | "WithNoisyCopies" >> beam.Flatten()
 
 
-def _read_count(path: str) -> int:
-    """A count written by Count.Globally | WriteToText."""
+def _read_text(path: str) -> str:
     with FileSystems.open(path) as f:
-        return int(f.read().decode().strip() or 0)
+        return f.read().decode()
 
 
-def read_report(report_dir: str) -> Tuple[int, List[Dict[str, str]]]:
-    """Returns (accepted count, reject records) written by one ExampleGen run."""
-    accepted = _read_count(os.path.join(report_dir, ACCEPTED_FILE))
+def read_report(report_dir: str) -> Tuple[int, List[Dict[str, Any]]]:
+    """Returns (examples written before noisy copies, reject records) of one ExampleGen run."""
+    accepted = int(_read_text(os.path.join(report_dir, ACCEPTED_FILE)).strip() or 0)
     rejects_path = os.path.join(report_dir, REJECTS_FILE)
-    rejects: List[Dict[str, str]] = []
+    rejects: List[Dict[str, Any]] = []
     if FileSystems.exists(rejects_path):
-        with FileSystems.open(rejects_path) as f:
-            rejects = [json.loads(line) for line in f.read().decode().splitlines() if line.strip()]
+        rejects = [json.loads(line) for line in _read_text(rejects_path).splitlines() if line.strip()]
     return accepted, rejects
+
+
+def read_seconds(report_dir: str) -> Dict[str, Any]:
+    """The run's seconds accounting: seconds_in, seconds_in_examples, seconds_rejected,
+    dropped {reason: seconds}."""
+    return json.loads(_read_text(os.path.join(report_dir, SECONDS_FILE)))
 
 
 class Executor(BaseExampleGenExecutor):
@@ -268,19 +409,24 @@ class Executor(BaseExampleGenExecutor):
         exec_properties = dict(exec_properties, **{REPORT_DIR_KEY: report_dir})
         super().Do(input_dict, output_dict, exec_properties)
 
-        accepted, rejects = read_report(report_dir)
-        total = accepted + len(rejects)
+        windows, rejects = read_report(report_dir)
+        seconds = read_seconds(report_dir)
         noisy_path = os.path.join(report_dir, AUGMENTED_FILE)
-        noisy = _read_count(noisy_path) if FileSystems.exists(noisy_path) else 0  # only with noise_base
+        noisy = int(_read_text(noisy_path).strip() or 0) if FileSystems.exists(noisy_path) else 0
+        total = seconds["accepted_files"] + len(rejects)
         examples.set_int_custom_property("num_input_files", total)
         examples.set_int_custom_property("num_noisy_copies", noisy)
-        examples.set_int_custom_property("num_examples", accepted + noisy)
+        examples.set_int_custom_property("num_examples", windows + noisy)
         examples.set_int_custom_property("num_rejected", len(rejects))
+        for key in ("seconds_in", "seconds_in_examples", "seconds_rejected"):
+            examples.set_float_custom_property(key, round(seconds[key], 3))
+        examples.set_float_custom_property("seconds_dropped", round(sum(seconds["dropped"].values()), 3))
+        examples.set_string_custom_property("seconds_dropped_by_reason", json.dumps(seconds["dropped"]))
         examples.set_string_custom_property("rejects_file", os.path.join(report_dir, REJECTS_FILE))
-        logging.info("WAV ExampleGen: %d files in, %d examples (%d noisy copies), %d rejected",
-                     total, accepted + noisy, noisy, len(rejects))
+        logging.info("WAV ExampleGen: %d files in, %d examples (%d noisy copies), %d rejected; seconds %s",
+                     total, windows + noisy, noisy, len(rejects), seconds)
         input_base = exec_properties[standard_component_specs.INPUT_BASE_KEY]
-        if accepted == 0:
+        if windows == 0:
             raise ValueError(f"WAV ExampleGen: no usable audio under {input_base} "
                              f"({len(rejects)} rejected, see {report_dir}/{REJECTS_FILE})")
         limit = float(_options(exec_properties)["max_reject_fraction"])

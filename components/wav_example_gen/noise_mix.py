@@ -4,7 +4,8 @@ folder (`noise_base/<noise kind>/*.wav`) at SNRs drawn from a range.
 For each example without a clean reference, K copies: the noisy mixture as
 `audio`, the clean signal as `clean_audio`, plus `noise_kind` and `snr_db`; the
 label and group are the source's, so a copy stays in its speaker's split. The
-draw depends only on (seed, source, copy number): reruns give the same examples.
+draw depends only on (seed, source, window index, copy number): reruns give the
+same examples, and each window of a long recording gets its own draw.
 """
 from __future__ import annotations
 
@@ -55,15 +56,17 @@ class AddNoisyCopies(beam.DoFn):
         if features.CLEAN_AUDIO in feats:  # feats[key] on a missing key would insert it
             return []  # already noisy with a reference
         source = feats[features.SOURCE].bytes_list.value[0].decode()
+        index = feats[features.SEGMENT_INDEX].int64_list.value[0]
         clean = audio_io.decode_to_mono_16k(feats[features.AUDIO].bytes_list.value[0])
         if np.mean(clean ** 2) <= 0:
             return []  # silence cannot be mixed at an SNR
-        return self._copies_of(example, source, clean)
+        return self._copies_of(example, source, index, clean)
 
-    def _copies_of(self, example: tf.train.Example, source: str, clean: np.ndarray) -> Iterable[tf.train.Example]:
+    def _copies_of(self, example: tf.train.Example, source: str, index: int,
+                   clean: np.ndarray) -> Iterable[tf.train.Example]:
         kinds = sorted(self._noise)
         for k in range(self._copies):
-            rng = mixing.rng_for(self._seed, f"{source}#{k}")
+            rng = mixing.rng_for(self._seed, f"{source}#{k}" if index == 0 else f"{source}@{index}#{k}")
             kind = kinds[int(rng.integers(len(kinds)))]
             recordings = self._noise[kind]
             noise = recordings[int(rng.integers(len(recordings)))]

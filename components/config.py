@@ -2,7 +2,8 @@
 
 A YAML file (see `pipeline/configs/`) and `--set section.key=value` overrides fill
 it; components receive it (Transform and Trainer through `custom_config`), they do
-not read globals or environment variables.
+not read globals or environment variables. It lives beside `features.py` so that
+`components/` stands on its own and `pipeline/` (the DAG and its runners) sits on top.
 """
 from __future__ import annotations
 
@@ -17,14 +18,27 @@ from components import features
 
 @dataclasses.dataclass
 class DataConfig:
-    input_base: str = "data/demo"  # folder of <label>/*.wav (+ optional metadata.csv)
+    input_base: str = "data/demo"  # folder of <label>/*.wav (+ optional metadata.csv, segments.csv)
     file_pattern: str = "*/*.wav"  # glob under input_base; TFX fingerprints these files
     metadata_file: str = "metadata.csv"  # audiofolder-style, optional
-    max_duration_s: float = 30.0  # longer files are rejected
+    # Optional labelled spans (file_name,start_s,end_s,label), the way QA teams annotate calls.
+    segments_file: str = "segments.csv"
+    max_duration_s: float = 4 * 3600.0  # longer recordings are rejected (they are read window by window)
     max_reject_fraction: float = 0.05  # ExampleGen fails when more are rejected
     # folders: <label>/*.wav. paired: noisy/[<label>/]*.wav with clean/ + the same path as
     # the clean reference (VoiceBank-DEMAND style; set file_pattern to match, e.g. noisy/*/*.wav).
     layout: str = "folders"
+    # Recordings become examples window by window. fixed: windows of segment_s every hop_s;
+    # vad: the same, inside the speech regions found by voice-activity detection.
+    segmentation: str = "fixed"
+    segment_s: Optional[float] = None  # window length; default and maximum: features.clip_seconds
+    hop_s: Optional[float] = None  # default segment_s (windows do not overlap)
+    min_segment_s: float = 0.2  # shorter windows (a recording's tail, a short span) are dropped and counted
+    unlabelled_spans: str = "drop"  # drop | background: stretches no span of segments.csv covers
+    background_label: str = "background"
+    vad_aggressiveness: int = 2  # webrtcvad: 0 keeps the most audio as speech, 3 the least
+    vad_min_gap_s: float = 0.3  # speech regions closer than this are merged
+    vad_pad_s: float = 0.1  # each speech region is widened by this on both sides
     # Noise augmentation: noisy_copies mixtures of each clean utterance with recordings
     # from noise_base/<noise kind>/*.wav at SNRs drawn from snr_db_range; seeded per file.
     noise_base: str = ""
@@ -34,6 +48,14 @@ class DataConfig:
     # Hash buckets per split; the split of an example is decided by its group.
     split_buckets: Dict[str, int] = dataclasses.field(
         default_factory=lambda: {"train": 8, "eval": 1, "test": 1})
+
+
+# The DataConfig fields the WAV ExampleGen takes as options.
+INGEST_OPTIONS = ("metadata_file", "segments_file", "max_duration_s", "max_reject_fraction", "layout",
+                  "segmentation", "segment_s", "hop_s", "min_segment_s", "unlabelled_spans",
+                  "background_label", "vad_aggressiveness", "vad_min_gap_s", "vad_pad_s", "noise_base",
+                  "noisy_copies", "snr_db_range", "mix_seed")
+UNLABELLED_SPANS = ("drop", "background")
 
 
 @dataclasses.dataclass
@@ -190,6 +212,28 @@ class PipelineConfig:
         if self.evaluator.min_si_snr_improvement_db is not None and not self.trainer.denoiser.enabled:
             raise ValueError("evaluator.min_si_snr_improvement_db gates the denoiser: set "
                              "trainer.denoiser.enabled=true or leave the floor unset")
+        segment, hop = self.segment_s, self.ingest_options()["hop_s"]
+        if segment > self.features.clip_seconds + 1e-9:
+            raise ValueError(f"data.segment_s={segment} is longer than the model's window "
+                             f"features.clip_seconds={self.features.clip_seconds}: examples would be cropped. "
+                             f"Lower data.segment_s or raise features.clip_seconds")
+        if not 0 < hop <= segment:
+            raise ValueError(f"data.hop_s={hop}: expected 0 < hop_s <= segment_s ({segment})")
+        if self.data.unlabelled_spans not in UNLABELLED_SPANS:
+            raise ValueError(f"data.unlabelled_spans {self.data.unlabelled_spans!r}: expected one of "
+                             f"{UNLABELLED_SPANS}")
+
+    @property
+    def segment_s(self) -> float:
+        """The ExampleGen's window: data.segment_s, by default the model's window."""
+        return float(self.data.segment_s or self.features.clip_seconds)
+
+    def ingest_options(self) -> Dict[str, Any]:
+        """The WAV ExampleGen's options, with the window lengths resolved."""
+        options = {name: getattr(self.data, name) for name in INGEST_OPTIONS}
+        options["segment_s"] = self.segment_s
+        options["hop_s"] = float(self.data.hop_s or self.segment_s)
+        return options
 
     @property
     def pipeline_root(self) -> str:
