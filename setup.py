@@ -23,6 +23,7 @@ setup(
         "soundfile>=0.12",
         "soxr>=0.3",
         "pyyaml>=6",
+        "webrtcvad-wheels>=2.0.11",
     ],
     extras_require={
         "test": ["pytest>=8", "pytest-timeout"],

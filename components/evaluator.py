@@ -1,5 +1,5 @@
-"""TFMA configuration for the Evaluator: accuracy (and, with the denoiser, SNR and
-SI-SNR improvement) on the test split, sliced, gated.
+"""TFMA configuration for the Evaluator: accuracy on the windows and per recording
+(and, with the denoiser, SNR and SI-SNR improvement) on the test split, sliced, gated.
 
 The model is blessed only when accuracy clears `evaluator.min_accuracy` and does
 not fall below the latest blessed model's by more than `max_accuracy_regression`
@@ -11,7 +11,7 @@ from typing import List
 
 import tensorflow_model_analysis as tfma
 
-from components import features, tfma_snr
+from components import features, tfma_recording, tfma_snr
 from components.transform import snr_bucket_names
 from components.config import EvaluatorConfig, FeatureConfig, TrainerConfig
 
@@ -55,6 +55,7 @@ def make_eval_config(cfg: EvaluatorConfig, trainer: TrainerConfig, feature_cfg: 
         tfma.MetricConfig(class_name="SparseCategoricalAccuracy", per_slice_thresholds=accuracy_gate),
         tfma.MetricConfig(class_name="ExampleCount"),
         tfma.MetricConfig(class_name="SparseCategoricalCrossentropy"),
+        tfma.MetricConfig(class_name=tfma_recording.RecordingAccuracy.__name__, module=tfma_recording.__name__),
     ]
     if trainer.denoiser.enabled:
         si_snr_gate = ([] if cfg.min_si_snr_improvement_db is None else

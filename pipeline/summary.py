@@ -6,6 +6,7 @@ to check what ran; everything comes from MLMD, TFDV statistics and TFMA results.
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 from typing import Dict, List, Optional
 
@@ -15,11 +16,15 @@ from ml_metadata.metadata_store import metadata_store
 from ml_metadata.proto import metadata_store_pb2
 from tfx.orchestration import metadata
 
-from components import tfma_snr
+from components import tfma_recording, tfma_snr
 
 Event = metadata_store_pb2.Event
-_SLICE_COLUMNS = ("example_count", "sparse_categorical_accuracy", tfma_snr.SNR_IMPROVEMENT,
+_SLICE_COLUMNS = ("example_count", "sparse_categorical_accuracy", tfma_recording.RECORDING_ACCURACY,
+                  tfma_snr.SNR_IMPROVEMENT,
                   tfma_snr.SI_SNR_IMPROVEMENT, tfma_snr.SCORED, tfma_snr.UNDEFINED)
+
+
+_SECONDS = ("seconds_in", "seconds_in_examples", "seconds_dropped", "seconds_rejected")
 
 
 @dataclasses.dataclass
@@ -32,6 +37,8 @@ class RunSummary:
     input_files: int
     rejected: int
     rejects_file: str
+    seconds: Dict[str, float]  # seconds_in, seconds_in_examples, seconds_dropped, seconds_rejected
+    dropped_by_reason: Dict[str, float]
     metrics: Dict[str, float]  # overall-slice metrics of the Evaluator
     slice_metrics: Dict[str, Dict[str, float]]  # "feature=value" -> metrics of that slice
     failed_checks: List[str]  # the blessing checks the candidate failed, as "metric: reason"
@@ -44,6 +51,12 @@ class RunSummary:
         lines.append("  components: " + ", ".join(f"{k}={v}" for k, v in sorted(self.node_states.items())))
         lines.append(f"  input files: {self.input_files} ({self.rejected} rejected"
                      + (f", see {self.rejects_file})" if self.rejected else ")"))
+        if self.seconds:
+            s = self.seconds
+            reasons = ", ".join(f"{reason} {v:.1f}" for reason, v in sorted(self.dropped_by_reason.items()))
+            lines.append(f"  seconds: in {s['seconds_in']:.1f} = in examples {s['seconds_in_examples']:.1f}"
+                         f" + dropped {s['seconds_dropped']:.1f}" + (f" ({reasons})" if reasons else "")
+                         + f" + rejected {s['seconds_rejected']:.1f}")
         lines.append("  examples per split: " + ", ".join(f"{k}={v}" for k, v in self.split_counts.items()))
         lines.append("  test metrics: " + ", ".join(f"{k}={v:.4f}" for k, v in sorted(self.metrics.items())))
         shown = [m for m in _SLICE_COLUMNS if any(m in v for v in self.slice_metrics.values())]
@@ -143,6 +156,8 @@ def latest_run(metadata_path: str, pipeline_name: str) -> RunSummary:
         input_files=int(_prop(examples[0], "num_input_files") or 0) if examples else 0,
         rejected=int(_prop(examples[0], "num_rejected") or 0) if examples else 0,
         rejects_file=str(_prop(examples[0], "rejects_file") or "") if examples else "",
+        seconds={key: float(_prop(examples[0], key) or 0.0) for key in _SECONDS} if examples else {},
+        dropped_by_reason=json.loads(_prop(examples[0], "seconds_dropped_by_reason") or "{}") if examples else {},
         metrics=metrics, slice_metrics=slice_metrics, failed_checks=failed_checks,
         blessed=bool(blessing and _prop(blessing[0], "blessed")),
         pushed=pushed,

@@ -1,11 +1,21 @@
 #!/usr/bin/env bash
 # Main job: set up, generate the demo data, run the full local pipeline
 # (LocalDagRunner + SQLite ML Metadata) and print its summary.
-# Extra arguments go to the runner, e.g. --set trainer.epochs=5
+#   bash scripts/demo.sh            the 1-second keyword demo (pipeline/configs/demo.yaml)
+#   bash scripts/demo.sh calls      the calls demo: 40 calls of 10-120 s, intents as spans
+#                                   (pipeline/configs/calls.yaml)
+# Further arguments go to the runner, e.g. --set trainer.epochs=5
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-# Always regenerated (seeded, about 10 s): stale files of an older generator would be read too.
+demo=keywords
+if [ "${1:-}" = "calls" ]; then demo=calls; shift; fi
+# Always regenerated (seeded): stale files of an older generator would be read too.
+if [ "$demo" = calls ]; then
+  rm -rf data/calls data/calls_noise
+  .venv/bin/python -m pipeline.demo_calls --out data/calls --noise-out data/calls_noise
+  exec .venv/bin/python -m pipeline.local_runner --config pipeline/configs/calls.yaml "$@"
+fi
 rm -rf data/demo data/demo_noise
 .venv/bin/python -m pipeline.demo_data --out data/demo --noise-out data/demo_noise
 exec .venv/bin/python -m pipeline.local_runner --config pipeline/configs/demo.yaml "$@"

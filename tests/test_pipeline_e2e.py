@@ -16,7 +16,7 @@ from components.snr_metrics import improvement_db, si_snr_db
 from pipeline import demo_data, summary
 from components.config import load_config
 from pipeline.pipeline import create_pipeline
-from tests.test_wav_example_gen import _read_examples, _value
+from tests.test_wav_example_gen import _read_examples, _value, assert_seconds_add_up
 
 NODES = {"WavExampleGen", "StatisticsGen", "ImportSchemaGen", "ExampleValidator", "Transform",
          "Trainer", "latest_blessed_model_resolver", "Evaluator", "Pusher"}
@@ -66,6 +66,10 @@ def test_pipeline_trains_blesses_pushes_and_refuses_a_broken_model(small_demo, t
     assert tfma_snr.SI_SNR_IMPROVEMENT in first.slice_metrics[f"{features.SNR_BUCKET}=0-5"]
     assert first.blessed and first.pushed and not first.failed_checks
     assert tf.io.gfile.exists(os.path.join(first.pushed_destination, "saved_model.pb"))
+
+    # Every second accounted: the keywords are shorter than the window, so all of them.
+    seconds = assert_seconds_add_up(first.artifacts["WavExampleGen"]["examples"][0])
+    assert seconds["seconds_in_examples"] == pytest.approx(seconds["seconds_in"]) and not seconds["dropped"]
 
     # No speaker group is in two splits.
     examples_uri = first.artifacts["WavExampleGen"]["examples"][0].uri
@@ -131,11 +135,13 @@ def test_production_config_runs_end_to_end_with_a_tiny_wav2vec2_loaded_from_disk
         f"data.input_base={small_demo}", f"output_dir={tmp_path / 'out'}", "name=prod",
         "data.split_buckets={train: 6, eval: 2, test: 2}", "beam_args=[]",
         f"trainer.wav2vec2.pretrained={pretrained}", "trainer.epochs=2", "trainer.batch_size=8",
-        "trainer.grad_accum_steps=2", "evaluator.min_accuracy=0.0"])
+        "trainer.grad_accum_steps=2", "evaluator.min_accuracy=0.0",
+        "features.clip_seconds=1.0", "data.min_segment_s=0.2"])  # 10-s windows of 1-s keywords would be padding
     assert config.trainer.backbone == "wav2vec2" and config.trainer.learning_rate == 3e-5
     run = _run(config)
     assert all(state == "COMPLETE" for state in run.node_states.values()), run.node_states
     assert run.blessed and run.pushed  # the floor is 0 here: this proves the path, not the quality
+    assert_seconds_add_up(run.artifacts["WavExampleGen"]["examples"][0])
     loaded = tf.saved_model.load(run.pushed_destination)
     splits = _read_examples(run.artifacts["WavExampleGen"]["examples"][0].uri)
     out = loaded.signatures["serve_wav"](wav=tf.constant([_value(e, features.AUDIO) for e in splits["test"][:4]]))

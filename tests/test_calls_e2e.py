@@ -1,0 +1,79 @@
+"""End to end on long recordings: the calls demo (generated calls with intents annotated
+as spans) through the whole pipeline, every second accounted, then the pushed model
+over whole recordings: per-window labels and an aggregate, the denoiser in chunks."""
+import os
+
+import numpy as np
+import pytest
+import soundfile
+
+from components import features, tfma_recording, tfma_snr
+from components.recording import RecordingModel
+from components.snr_metrics import improvement_db, si_snr_db
+from components.config import load_config
+from pipeline import demo_calls
+from tests.test_pipeline_e2e import NODES, _run
+from tests.test_wav_example_gen import _read_examples, _value, assert_seconds_add_up
+
+
+@pytest.fixture(scope="module")
+def calls(tmp_path_factory):
+    root = tmp_path_factory.mktemp("calls")
+    counts = demo_calls.generate(str(root / "audio"), str(root / "noise"), num_calls=16, min_seconds=10.0,
+                                 max_seconds=25.0, seed=5)
+    return root / "audio", counts
+
+
+@pytest.mark.e2e
+def test_calls_demo_runs_end_to_end_and_serves_whole_recordings(calls, tmp_path):
+    data, counts = calls
+    config = load_config("pipeline/configs/calls.yaml", [
+        f"data.input_base={data}", f"output_dir={tmp_path / 'out'}", "name=calls-e2e", "beam_args=[]",
+        "data.split_buckets={train: 6, eval: 2, test: 2}", "trainer.epochs=12",
+        "evaluator.min_accuracy=0.0", "evaluator.min_si_snr_improvement_db=null"])
+    run = _run(config)
+    print(run.text())  # shown by pytest when the test fails
+    assert set(run.node_states) == NODES
+    assert all(state == "COMPLETE" for state in run.node_states.values()), run.node_states
+
+    # Every second of the calls is accounted, in the summary as in the report.
+    examples = run.artifacts["WavExampleGen"]["examples"][0]
+    seconds = assert_seconds_add_up(examples)
+    assert run.input_files == counts["calls"] and run.rejected == 0
+    assert seconds["seconds_in"] == pytest.approx(counts["seconds"], abs=0.1 * counts["calls"])
+    assert run.seconds["seconds_in"] == pytest.approx(seconds["seconds_in"], abs=1e-2)
+    assert set(seconds["dropped"]) <= {"unlabelled (no span in segments.csv covers it)",
+                                       "shorter than data.min_segment_s (a tail or a short span)"}
+    assert "seconds: in " in run.text() and "unlabelled" in run.text()
+    # Windows of at most the model's window, labelled by the spans they lie in.
+    splits = _read_examples(examples.uri)
+    windows = [e for split in splits.values() for e in split]
+    assert max(_value(e, features.DURATION_S) for e in windows) <= config.features.clip_seconds + 1e-6
+    assert {_value(e, features.LABEL).decode() for e in windows} == set(demo_calls.INTENTS)
+
+    # Per-recording accuracy beside the window metrics, one recording per test call.
+    test_calls = {_value(e, features.SOURCE) for e in splits["test"]}
+    assert run.metrics[tfma_recording.RECORDING_COUNT] == len(test_calls)
+    assert 0.0 <= run.metrics[tfma_recording.RECORDING_ACCURACY] <= 1.0
+    assert np.isfinite(run.metrics[tfma_snr.SI_SNR_IMPROVEMENT])
+    assert run.blessed and run.pushed
+
+    # The pushed model over a whole test call: windows every hop, an aggregate label;
+    # the denoiser streams the call in chunks and returns all of it, cleaner.
+    model = RecordingModel(run.pushed_destination)
+    assert model.window_samples == config.features.num_samples and sorted(model.labels) == sorted(demo_calls.INTENTS)
+    source = sorted(test_calls)[0].decode()
+    noisy_path = os.path.join(data, source)
+    result = model.classify(noisy_path, hop_s=1.0)
+    duration = soundfile.info(noisy_path).duration
+    assert result.starts_s[0] == 0.0 and result.ends_s[-1] == pytest.approx(duration, abs=1e-3)
+    assert np.allclose(np.diff(result.starts_s), 1.0)
+    assert result.probabilities.shape == (len(result.starts_s), 3) and result.label in demo_calls.INTENTS
+    np.testing.assert_allclose(result.probabilities.sum(axis=1), 1.0, rtol=1e-5)
+    out_path = str(tmp_path / "enhanced.wav")
+    assert model.denoise(noisy_path, out_path, chunk_s=4.0, overlap_s=0.5) == pytest.approx(duration, abs=1e-3)
+    enhanced = soundfile.read(out_path, dtype="float32")[0]
+    noisy = soundfile.read(noisy_path, dtype="float32")[0]
+    clean = soundfile.read(os.path.join(data, source.replace("noisy/", "clean/")), dtype="float32")[0]
+    assert enhanced.shape == noisy.shape
+    assert improvement_db(si_snr_db, clean, noisy, enhanced) > 0.0
