@@ -24,6 +24,7 @@ class DataConfig:
     # Optional labelled spans (file_name,start_s,end_s,label), the way QA teams annotate calls.
     segments_file: str = "segments.csv"
     max_duration_s: float = 4 * 3600.0  # longer recordings are rejected (they are read window by window)
+    max_file_mb: float = 4096.0  # larger files are rejected before anything is read (the WAV format's limit)
     max_reject_fraction: float = 0.05  # ExampleGen fails when more are rejected
     # folders: <label>/*.wav. paired: noisy/[<label>/]*.wav with clean/ + the same path as
     # the clean reference (VoiceBank-DEMAND style; set file_pattern to match, e.g. noisy/*/*.wav).
@@ -51,8 +52,8 @@ class DataConfig:
 
 
 # The DataConfig fields the WAV ExampleGen takes as options.
-INGEST_OPTIONS = ("metadata_file", "segments_file", "max_duration_s", "max_reject_fraction", "layout",
-                  "segmentation", "segment_s", "hop_s", "min_segment_s", "unlabelled_spans",
+INGEST_OPTIONS = ("metadata_file", "segments_file", "max_duration_s", "max_file_mb", "max_reject_fraction",
+                  "layout", "segmentation", "segment_s", "hop_s", "min_segment_s", "unlabelled_spans",
                   "background_label", "vad_aggressiveness", "vad_min_gap_s", "vad_pad_s", "noise_base",
                   "noisy_copies", "snr_db_range", "mix_seed")
 UNLABELLED_SPANS = ("drop", "background")

@@ -12,6 +12,7 @@ from typing import Tuple
 import numpy as np
 
 _PEAK = 0.99
+_TRIES = 20
 
 
 def rng_for(seed: int, source: str) -> np.random.Generator:
@@ -30,8 +31,13 @@ def mix_at_snr(clean: np.ndarray, noise: np.ndarray, snr_db: float,
         raise ValueError("cannot mix at an SNR with a silent signal or silent noise")
     if len(noise) <= len(clean):
         noise = np.tile(noise, len(clean) // len(noise) + 2)
-    start = int(rng.integers(0, len(noise) - len(clean)))
-    segment = noise[start:start + len(clean)]
+    for _ in range(_TRIES):  # a digitally silent stretch of the noise cannot be scaled to an SNR
+        start = int(rng.integers(0, len(noise) - len(clean)))
+        segment = noise[start:start + len(clean)]
+        if np.mean(segment ** 2) > 0:
+            break
+    else:
+        raise ValueError(f"{_TRIES} random segments of the noise recording were digitally silent")
     gain = np.sqrt(np.mean(clean ** 2) / (np.mean(segment ** 2) * 10 ** (snr_db / 10)))
     noisy = clean + gain * segment
     peak = float(np.abs(noisy).max())

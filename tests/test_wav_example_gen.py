@@ -244,3 +244,46 @@ def test_paired_layout_reads_noisy_with_clean_references_and_measures_the_input_
     _, rejects = wav_executor.read_report(os.path.join(examples.uri, "ingest_report"))
     assert rejects == [{"source": "noisy/yes/orphan.wav", "seconds": 0.5,
                         "reason": "paired layout: no clean reference clean/yes/orphan.wav"}]
+
+
+def test_paths_leaving_input_base_are_rejected_not_read(tmp_path):
+    outside = tmp_path / "elsewhere"
+    write_wav(outside / "secret.wav", tone(0.5, 500))
+    base = tmp_path / "audio"
+    write_wav(base / "yes" / "ok.wav", tone(0.5, 300))
+    write_wav(base / "no" / "fine.wav", tone(0.5, 700))
+    os.symlink(outside / "secret.wav", base / "yes" / "link.wav")
+    _write_metadata(base / "metadata.csv", [
+        {"file_name": "../elsewhere/secret.wav", "label": "yes"},
+        {"file_name": "/dev/zero", "label": "yes"},  # an endless read, were it opened
+        {"file_name": "yes/ok.wav", "label": "yes", "clean_file_name": "../elsewhere/secret.wav"}])
+    examples = _run_executor(base, tmp_path / "out", max_reject_fraction=1.0)
+    _, rejects = wav_executor.read_report(os.path.join(examples.uri, "ingest_report"))
+    reasons = {r["source"]: r["reason"] for r in rejects}
+    assert set(reasons) == {"yes/link.wav", "../elsewhere/secret.wav", "/dev/zero", "yes/ok.wav"}
+    assert reasons["yes/link.wav"].startswith("outside input_base: yes/link.wav resolves to ")
+    assert reasons["/dev/zero"] == "outside input_base: /dev/zero resolves to /dev/zero"
+    assert reasons["yes/ok.wav"].startswith("clean reference ../elsewhere/secret.wav: outside input_base")
+
+
+def test_files_over_the_size_limit_are_rejected_before_reading(tmp_path):
+    base = tmp_path / "audio"
+    write_wav(base / "yes" / "small.wav", tone(0.2, 300))  # 6.4 kB
+    write_wav(base / "yes" / "big.wav", tone(2.0, 300))  # 64 kB
+    examples = _run_executor(base, tmp_path / "out", max_file_mb=0.03, max_reject_fraction=1.0)
+    _, rejects = wav_executor.read_report(os.path.join(examples.uri, "ingest_report"))
+    assert rejects == [{"source": "yes/big.wav", "reason": "0.06 MB, over the 0.03 MB limit (data.max_file_mb)",
+                        "seconds": 0.0}]
+
+
+def test_digital_silence_is_rejected_or_dropped_and_counted(tmp_path):
+    base = tmp_path / "audio"
+    write_wav(base / "yes" / "silent.wav", np.zeros(16000))
+    write_wav(base / "yes" / "gap.wav", np.concatenate([tone(1.0, 300), np.zeros(2 * 16000), tone(1.0, 300)]))
+    examples = _run_executor(base, tmp_path / "out", max_reject_fraction=1.0)
+    _, rejects = wav_executor.read_report(os.path.join(examples.uri, "ingest_report"))
+    assert rejects == [{"source": "yes/silent.wav", "reason": segments.SILENT, "seconds": 1.0}]
+    gap = [e for split in _read_examples(examples.uri).values() for e in split]
+    assert sorted(_value(e, features.OFFSET_S) for e in gap) == [0.0, 3.0]
+    seconds = wav_executor.read_seconds(os.path.join(examples.uri, "ingest_report"))
+    assert seconds["dropped"] == {segments.SILENT: pytest.approx(2.0)}

@@ -185,7 +185,29 @@ class _ToExamples(beam.DoFn):
         self._accepted = beam.metrics.Metrics.counter("wav_example_gen", "accepted")
 
     def _path(self, name: str) -> str:
-        return os.path.join(self._input_base, name)
+        """input_base/name; refused when it leaves input_base (an absolute name, `..`, or
+        a symbolic link to elsewhere, /dev/zero included)."""
+        path = os.path.join(self._input_base, name)
+        if "://" in self._input_base:  # object stores: no links, but no climbing out either
+            if name.startswith("/") or ".." in name.split("/"):
+                raise audio_io.AudioError(f"{name} is outside input_base")
+            return path
+        real, base = os.path.realpath(path), os.path.realpath(self._input_base)
+        if os.path.commonpath([real, base]) != base:
+            raise audio_io.AudioError(f"outside input_base: {name} resolves to {real}")
+        return path
+
+    def _open(self, name: str) -> audio_io.AudioFile:
+        """The file opened for reading windows, after its path and size are checked."""
+        path = self._path(name)
+        found = FileSystems.match([path])[0].metadata_list
+        if not found:
+            raise audio_io.AudioError(f"{name} does not exist")
+        limit = float(self._options["max_file_mb"])
+        if found[0].size_in_bytes > limit * 2 ** 20:
+            raise audio_io.AudioError(f"{found[0].size_in_bytes / 2 ** 20:.2f} MB, over the {limit:g} MB limit "
+                                      f"(data.max_file_mb)")
+        return audio_io.AudioFile(path)
 
     def _names(self, source: str, meta: Dict[str, str]) -> Tuple[str, str]:
         """(label folder part, clean reference name)."""
@@ -210,21 +232,20 @@ class _ToExamples(beam.DoFn):
     def process(self, keyed: Tuple[str, Dict[str, List[Any]]]) -> Iterable[Any]:
         source, grouped = keyed
         metas, spans = grouped["meta"], grouped["spans"]
-        if not grouped["file"] and not FileSystems.exists(self._path(source)):
-            where = "metadata.csv" if metas else "segments.csv"
-            yield from self._reject(source, f"listed in {where} but the file does not exist", 0.0)
-            return
         meta = metas[0] if metas else {}
         seconds = 0.0
         try:
-            with audio_io.AudioFile(self._path(source)) as audio:
+            if not grouped["file"] and not FileSystems.exists(self._path(source)):
+                where = "metadata.csv" if metas else "segments.csv"
+                raise audio_io.AudioError(f"listed in {where} but the file does not exist")
+            with self._open(source) as audio:
                 seconds = audio.duration_s
                 if seconds > float(self._options["max_duration_s"]):
                     raise audio_io.AudioError(f"{seconds:.1f} s long, over the "
                                               f"{self._options['max_duration_s']} s limit (data.max_duration_s)")
                 folders, clean_name = self._names(source, meta)
                 try:
-                    clean = audio_io.AudioFile(self._path(clean_name)) if clean_name else None
+                    clean = self._open(clean_name) if clean_name else None
                 except audio_io.AudioError as e:
                     raise audio_io.AudioError(f"clean reference {clean_name}: {e}") from e
                 try:
@@ -251,26 +272,33 @@ class _ToExamples(beam.DoFn):
                 f"{s:.2f} s {reason}" for reason, s in sorted(plan.dropped_s.items())))
         group = meta.get("group") or clean_name or source
         whole = len(plan.windows) == 1 and plan.windows[0].duration_s >= audio.duration_s - 1e-6
-        written: List[segments.Window] = []
+        written: List[segments.Interval] = []
+        silent: List[segments.Interval] = []
+        failure = ""
         try:
             for window in plan.windows:
                 noisy_audio = audio.window(window.start_s, window.end_s)
+                if not np.any(noisy_audio):  # all-zero samples: nothing to learn or to denoise
+                    silent.append((window.start_s, window.end_s))
+                    continue
                 reference = clean.window(window.start_s, window.end_s) if clean is not None else None
                 yield self._example(source, meta, group, window, noisy_audio, reference, whole)
-                written.append(window)
-        except audio_io.AudioError as e:
+                written.append((window.start_s, window.end_s))
+        except audio_io.AudioError as e:  # a file truncated after some windows: keep those
             if not written:
                 raise
-            # A file truncated after some windows: keep what was written, account the rest.
-            covered = segments.union_length([(w.start_s, w.end_s) for w in written])
-            self._accepted.inc()
-            yield beam.pvalue.TaggedOutput(SECONDS_TAG, {
-                "seconds_in": audio.duration_s, "seconds_in_examples": covered,
-                "dropped": {f"unreadable: {e}": audio.duration_s - covered}})
-            return
+            failure = f"unreadable: {e}"
+        if not written:
+            raise audio_io.AudioError(segments.SILENT)
+        covered = segments.union_length(written)
+        dropped = dict(plan.dropped_s)
+        for reason, lost in ((segments.SILENT, segments.union_length(written + silent) - covered),
+                             (failure, plan.covered_s - segments.union_length(written + silent))):
+            if lost > 1e-6:
+                dropped[reason] = dropped.get(reason, 0.0) + lost
         self._accepted.inc()
         yield beam.pvalue.TaggedOutput(SECONDS_TAG, {
-            "seconds_in": audio.duration_s, "seconds_in_examples": plan.covered_s, "dropped": plan.dropped_s})
+            "seconds_in": audio.duration_s, "seconds_in_examples": covered, "dropped": dropped})
 
     def _example(self, source, meta, group, window: segments.Window, noisy, clean, whole) -> tf.train.Example:
         feats = {

@@ -15,6 +15,7 @@ from typing import Dict, Iterable, List
 import apache_beam as beam
 import numpy as np
 import tensorflow as tf
+from absl import logging
 from apache_beam.io.filesystems import FileSystems
 
 from components import audio_io, features, mixing
@@ -71,7 +72,11 @@ class AddNoisyCopies(beam.DoFn):
             recordings = self._noise[kind]
             noise = recordings[int(rng.integers(len(recordings)))]
             snr = float(np.round(rng.uniform(self._low, self._high), 2))
-            noisy, reference = mixing.mix_at_snr(clean, noise, snr, rng)
+            try:
+                noisy, reference = mixing.mix_at_snr(clean, noise, snr, rng)
+            except ValueError as e:  # a noise recording mostly silent: this copy is not made
+                logging.warning("no noisy copy %d of %s: %s", k, source, e)
+                continue
             copy = tf.train.Example()
             copy.CopyFrom(example)
             out = copy.features.feature

@@ -20,6 +20,7 @@ Interval = Tuple[float, float]
 UNLABELLED = "unlabelled (no span in segments.csv covers it)"
 TOO_SHORT = "shorter than data.min_segment_s (a tail or a short span)"
 NO_SPEECH = "no speech (voice-activity detection)"
+SILENT = "digitally silent (every sample zero)"
 _EPS = 1e-9
 
 
