@@ -69,28 +69,43 @@ class AudioFile:
     def duration_s(self) -> float:
         return self.frames / self.rate
 
-    def window(self, start_s: float, end_s: float) -> np.ndarray:
-        """Mono float32 samples at 16 kHz of [start_s, end_s)."""
+    def window(self, start_s: float, end_s: float, pad: bool = False) -> np.ndarray:
+        """Mono float32 samples at 16 kHz of [start_s, end_s). Past the end of the data it
+        raises (a truncated file), or with `pad` fills with zeros (a reference a few
+        samples shorter than its noisy file)."""
         start = int(round(start_s * self.rate))
         count = int(round(end_s * self.rate)) - start
-        self._file.seek(start)
-        samples = self._file.read(count, dtype="float32", always_2d=True)
-        if samples.shape[0] < count:
+        available = max(min(count, self.frames - start), 0)
+        if available < count and not pad:
+            raise AudioError(f"the header declares {self.duration_s:.2f} s but the data ends at "
+                             f"{self.frames / self.rate:.2f} s (truncated file)")
+        try:
+            if available:
+                self._file.seek(start)
+            samples = self._file.read(available, dtype="float32", always_2d=True)
+        except (RuntimeError, soundfile.LibsndfileError) as e:
+            raise AudioError(f"unreadable at {start_s:.2f} s: {_plain(e)}") from e
+        if samples.shape[0] < available and not pad:
             raise AudioError(f"the header declares {self.duration_s:.2f} s but the data ends at "
                              f"{(start + samples.shape[0]) / self.rate:.2f} s (truncated file)")
-        mono = _to_mono_16k(samples, self.rate)
-        want = int(round((end_s - start_s) * features.SAMPLE_RATE))  # the resampler may round by a sample
+        want = int(round((end_s - start_s) * features.SAMPLE_RATE))
+        if samples.shape[0] == 0:
+            return np.zeros(want, np.float32)
+        mono = _to_mono_16k(samples, self.rate)  # the resampler may round by a sample
         return mono[:want] if mono.size >= want else np.pad(mono, (0, want - mono.size))
 
     def blocks_16k(self, block_s: float = 10.0) -> Iterator[np.ndarray]:
         """The whole file as consecutive 16 kHz mono blocks (a streaming resampler keeps
         the blocks seamless)."""
-        self._file.seek(0)
         stream = None if self.rate == features.SAMPLE_RATE else soxr.ResampleStream(
             self.rate, features.SAMPLE_RATE, 1, dtype="float32", quality="HQ")
-        for block in self._file.blocks(blocksize=int(block_s * self.rate), dtype="float32", always_2d=True):
-            mono = block.mean(axis=1)
-            yield mono if stream is None else stream.resample_chunk(mono)
+        try:
+            self._file.seek(0)
+            for block in self._file.blocks(blocksize=int(block_s * self.rate), dtype="float32", always_2d=True):
+                mono = block.mean(axis=1)
+                yield mono if stream is None else stream.resample_chunk(mono)
+        except (RuntimeError, soundfile.LibsndfileError) as e:
+            raise AudioError(f"unreadable: {_plain(e)}") from e
         if stream is not None:
             yield stream.resample_chunk(np.zeros(0, np.float32), last=True)
 
@@ -106,8 +121,9 @@ class AudioFile:
 
 
 def _plain(error: Exception) -> str:
-    """An error's message without Python reprs of in-memory objects."""
-    return re.sub(r"<[^<>]* at 0x[0-9a-f]+>", "the file", str(error)).strip() or type(error).__name__
+    """An error's message in plain words: libsndfile's own text, no Python reprs or paths."""
+    text = getattr(error, "error_string", None) or str(error)
+    return re.sub(r"<[^<>]*>", "the file", text).strip() or type(error).__name__
 
 
 def _to_mono_16k(samples: np.ndarray, rate: int) -> np.ndarray:

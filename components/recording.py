@@ -46,12 +46,17 @@ class RecordingResult:
                    **{name: float(p) for name, p in zip(self.labels, self.probabilities[i])}}
 
 
-def window_starts(duration_s: float, window_s: float, hop_s: float) -> List[Tuple[float, float]]:
-    """Windows of window_s every hop_s covering [0, duration_s); the last one may be shorter."""
+def window_starts(duration_s: float, window_s: float, hop_s: float,
+                  min_window_s: float = 0.0) -> List[Tuple[float, float]]:
+    """Windows of window_s every hop_s covering [0, duration_s); the last one may be shorter,
+    and is left out under min_window_s (unless it is the only one)."""
+    if not 0 < hop_s <= window_s:
+        raise ValueError(f"need 0 < hop_s ({hop_s}) <= the model's window ({window_s} s)")
     out, start = [], 0.0
     while True:
         end = min(start + window_s, duration_s)
-        out.append((start, end))
+        if not out or end - start >= min_window_s:
+            out.append((start, end))
         if end >= duration_s - 1e-9:
             return out
         start += hop_s
@@ -119,6 +124,9 @@ class RecordingModel:
 
     def __init__(self, model_dir: str):
         self._model = tf.saved_model.load(model_dir)
+        if not hasattr(self._model, "window_samples"):
+            raise ValueError(f"{model_dir} was exported before whole-recording inference existed "
+                             f"(no window_samples): retrain it with this version")
         self.window_samples = int(self._model.window_samples.numpy())
         self.labels = [v.decode() for v in self._model.label_names.numpy()]
         self._serve_wav = self._model.signatures["serve_wav"]
@@ -133,13 +141,15 @@ class RecordingModel:
                                   std=tf.constant(std, tf.float32))
         return out[features.OUT_ENHANCED].numpy()
 
-    def classify(self, path: str, hop_s: Optional[float] = None, batch_size: int = 16) -> RecordingResult:
-        """Per-window labels and probabilities over the whole recording, and its aggregate."""
+    def classify(self, path: str, hop_s: Optional[float] = None, batch_size: int = 16,
+                 min_window_s: float = 0.2) -> RecordingResult:
+        """Per-window labels and probabilities over the whole recording, and its aggregate; a
+        last window under min_window_s is left out (as the ExampleGen's data.min_segment_s)."""
         window_s = self.window_samples / features.SAMPLE_RATE
         hop_s = hop_s or window_s
         starts, ends, probabilities, names = [], [], [], []
         with audio_io.AudioFile(path) as audio:
-            spans = window_starts(audio.duration_s, window_s, hop_s)
+            spans = window_starts(audio.duration_s, window_s, hop_s, min_window_s)
             for i in range(0, len(spans), batch_size):
                 batch = spans[i:i + batch_size]
                 wavs = [audio_io.encode_pcm16_wav(audio.window(s, e)) for s, e in batch]

@@ -3,8 +3,8 @@
 Examples are windows of recordings (`source`). Per recording the combiner sums the
 window probabilities, weighted by window length (as `components.recording` does for
 a whole recording), and counts the window labels; the recording's predicted label
-is the argmax of the mean probabilities, its true label the label most of its windows
-carry (a call annotated with several intents counts as its dominant one). Reported:
+is the argmax of the mean probabilities, its true label the one that covers most of its
+windows' length (a call annotated with several labels counts as its dominant one). Reported:
 `recording_accuracy` and `recording_count`. The accumulator holds one probability
 vector per recording, so it grows with the recordings of a slice, not their length.
 
@@ -54,7 +54,7 @@ def _scalar(value: Any):
 
 
 class _RecordingCombiner(beam.CombineFn):
-    """Accumulator: {source: [weighted probability sum, {label id: windows}]}."""
+    """Accumulator: {source: [length-weighted probability sum, {label id: window seconds}]}."""
 
     def __init__(self, accuracy_key: metric_types.MetricKey, count_key: metric_types.MetricKey, model_name: str):
         self._accuracy_key, self._count_key = accuracy_key, count_key
@@ -73,7 +73,7 @@ class _RecordingCombiner(beam.CombineFn):
         label = int(_scalar(element.get_labels(name)))
         entry = accumulator.setdefault(source, [np.zeros_like(probabilities), {}])
         entry[0] = entry[0] + weight * probabilities
-        entry[1][label] = entry[1].get(label, 0) + 1
+        entry[1][label] = entry[1].get(label, 0.0) + weight
         return accumulator
 
     def merge_accumulators(self, accumulators: Iterable[Dict[str, list]]) -> Dict[str, list]:
@@ -83,7 +83,7 @@ class _RecordingCombiner(beam.CombineFn):
                 entry = result.setdefault(source, [np.zeros_like(probs), {}])
                 entry[0] = entry[0] + probs
                 for label, count in labels.items():
-                    entry[1][label] = entry[1].get(label, 0) + count
+                    entry[1][label] = entry[1].get(label, 0.0) + count
         return result
 
     def extract_output(self, accumulator: Dict[str, list]) -> Dict[metric_types.MetricKey, Any]:

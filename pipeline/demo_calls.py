@@ -1,14 +1,17 @@
-"""Seeded, deterministic "calls" demo data: synthetic call-center calls of several sentences,
-their intents labelled as time spans, mixed with synthetic industrial noise, clean reference kept.
+"""Seeded, deterministic "calls" demo data: synthetic call-center calls, an agent and a
+customer taking turns, each turn labelled with its speaker role as a time span, mixed with
+synthetic industrial noise, clean reference kept.
 
     python -m pipeline.demo_calls --out data/calls --noise-out data/calls_noise
 
-For work on long recordings (denoising whole calls, intent detection on windows). Writes, all
-16 kHz mono PCM16, `<out>/clean/<call_id>.wav` (sentences by one espeak-ng voice, digital silence
-between), `<out>/noisy/<call_id>.wav` (mixed with one noise kind at a stated SNR),
+For work on long recordings (denoising whole calls, who-speaks-when on windows, the way QA teams
+annotate agent and customer turns). The agents are three fixed voices, as a call center's staff
+is; each call's customer is another voice, its `group`; customers speak sentences of three
+intents (billing, delivery, fault). Writes, all 16 kHz mono PCM16, `<out>/clean/<call_id>.wav`
+(the turns, digital silence between), `<out>/noisy/<call_id>.wav` (mixed with one noise kind at a stated SNR),
 `<out>/metadata.csv` (`file_name,label,group,clean_file_name,noise_kind,snr_db`: a row per call,
-label empty, group = the voice), `<out>/segments.csv` (`file_name,start_s,end_s,label`: a row per
-sentence, labelled with its intent; pauses are unlabelled) and, as demo_data does, noise for
+label empty, group = the customer's voice), `<out>/segments.csv` (`file_name,start_s,end_s,label`:
+a row per turn, labelled `agent` or `customer`; pauses are unlabelled) and, as demo_data does, noise for
 `data.noise_base` in `<noise-out>/<kind>/<kind>_<i>.wav`. Voices, speech and noise synthesis
 are demo_data's. The same arguments always write byte-identical files.
 """
@@ -20,7 +23,7 @@ import math
 import os
 from concurrent.futures import ThreadPoolExecutor
 from types import SimpleNamespace
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Tuple
 
 import numpy as np
 import soundfile
@@ -28,7 +31,18 @@ import soundfile
 from components import mixing
 from pipeline.demo_data import BABBLE_TEXT, NOISE_KINDS, SR, make_noise, speak, speakers
 
-INTENTS = ("billing", "delivery", "fault")
+LABELS = ("agent", "customer")  # the span labels
+INTENTS = ("billing", "delivery", "fault")  # what customers talk about
+_AGENT_LINES = (
+    "thank you for calling, my name is Sam, how can I help you today",
+    "let me pull up your account, can I have your order number please",
+    "I understand, I am sorry for the trouble this has caused you",
+    "one moment please while I check that in our system",
+    "I have raised a ticket and a colleague will call you back today",
+    "is there anything else I can help you with on this call",
+    "thank you for your patience, I can see the problem now",
+    "I will send you a confirmation email within the hour")
+_AGENTS = 3  # the first voices drawn are the agents
 _TEMPLATES = {  # call-center sentences, 8 per intent, each intent with a vocabulary of its own
     "billing": (
         "I was charged twice for my last invoice of {amount} dollars",
@@ -61,12 +75,13 @@ _MAX_VOICES = 24
 _FFT_SLACK = 1100  # samples _fft_friendly may add; it needs at most 1044 for calls up to 2 min
 
 
-def _sentence(rng: np.random.Generator, avoid: Optional[str]) -> Tuple[str, str]:
-    """(intent, text) of a sentence whose intent is not `avoid`."""
-    choices = [i for i in INTENTS if i != avoid]
-    intent = choices[int(rng.integers(len(choices)))]
+def _sentence(rng: np.random.Generator, role: str) -> str:
+    """An agent's line, or a customer's sentence of a random intent."""
+    if role == "agent":
+        return _AGENT_LINES[int(rng.integers(len(_AGENT_LINES)))]
+    intent = INTENTS[int(rng.integers(len(INTENTS)))]
     slots = {k: v[int(rng.integers(len(v)))] for k, v in _SLOTS.items()}
-    return intent, _TEMPLATES[intent][int(rng.integers(len(_TEMPLATES[intent])))].format(**slots)
+    return _TEMPLATES[intent][int(rng.integers(len(_TEMPLATES[intent])))].format(**slots)
 
 
 def _samples(rng: np.random.Generator, low: float, high: float) -> int:
@@ -96,13 +111,12 @@ def _assemble(calls: List[SimpleNamespace], pool: ThreadPoolExecutor) -> None:
         batch = []
         for c in (c for c in calls if c.misses < _MISSES):
             for _ in range(max(1, int((c.target - c.length) / SR / _SENTENCE_S))):
-                # Until a second sentence is in, intents differ from the first's (always in).
-                intent, text = _sentence(c.rng, c.first if len(c.spans) <= 1 else None)
-                c.first = c.first or intent
-                batch.append((c, intent, (text, c.voice)))
+                role = LABELS[c.planned % 2]  # the agent answers, then turns alternate
+                c.planned += 1
+                batch.append((c, role, (_sentence(c.rng, role), c.agent if role == "agent" else c.voice)))
         todo = [k for k in dict.fromkeys(key for _, _, key in batch) if k not in cache]
         cache.update(zip(todo, pool.map(lambda k: speak(k[0], *k[1][1:]), todo)))
-        for c, intent, key in batch:
+        for c, role, key in batch:
             if c.misses >= _MISSES:
                 continue
             audio, pause = cache[key], _samples(c.rng, *_PAUSE_S) if c.spans else 0
@@ -111,7 +125,7 @@ def _assemble(calls: List[SimpleNamespace], pool: ThreadPoolExecutor) -> None:
                 c.misses += 1
                 continue
             c.pieces += [np.zeros(pause, np.float32), audio]
-            c.spans.append((start, start + len(audio), intent))
+            c.spans.append((start, start + len(audio), role))
             c.length = start + len(audio)
 
 
@@ -121,15 +135,17 @@ def generate(out: str, noise_out: str, num_calls: int = 40, min_seconds: float =
     """Writes the calls data set; the same arguments always write the same files."""
     if not 0 < min_seconds <= max_seconds:
         raise ValueError(f"need 0 < min_seconds <= max_seconds, got {min_seconds}, {max_seconds}")
-    spk = speakers(min(num_calls, _MAX_VOICES), seed)
+    voices = speakers(min(num_calls, _MAX_VOICES) + _AGENTS, seed)
+    agents, spk = voices[:_AGENTS], voices[_AGENTS:]
     calls = []
     for i in range(num_calls):
         rng = mixing.rng_for(seed, f"plan/call_{i:04d}")
         target, lead = int(rng.uniform(min_seconds, max_seconds) * SR), _samples(rng, *_EDGE_S)
         calls.append(SimpleNamespace(  # _fft_friendly may lengthen the trailing silence by _FFT_SLACK
-            id=f"call_{i:04d}", rng=rng, voice=spk[i % len(spk)], target=target, length=lead,
+            id=f"call_{i:04d}", rng=rng, voice=spk[i % len(spk)], agent=agents[i % _AGENTS], target=target,
+            length=lead,
             trail=_samples(rng, _EDGE_S[0], _EDGE_S[1] - _FFT_SLACK / SR), pieces=[np.zeros(lead, np.float32)],
-            spans=[], first=None, misses=0))
+            spans=[], planned=0, misses=0))
     with ThreadPoolExecutor(workers) as pool:  # espeak-ng runs as a subprocess
         talkers = list(pool.map(lambda i: speak(BABBLE_TEXT[i], spk[i % len(spk)][1], 160, 50),
                                 range(len(BABBLE_TEXT))))
@@ -169,7 +185,7 @@ def generate(out: str, noise_out: str, num_calls: int = 40, min_seconds: float =
         with open(os.path.join(out, name), "w", newline="") as f:
             csv.writer(f).writerows(table)
     return {"calls": len(calls), "seconds": round(total / SR, 1), "sentences": len(segments),
-            "voices": len({c.voice[0] for c in calls}), "intents": len({s[3] for s in segments})}
+            "voices": len({c.voice[0] for c in calls}), "labels": len({s[3] for s in segments})}
 
 
 def main() -> None:
@@ -183,7 +199,7 @@ def main() -> None:
     args = parser.parse_args()
     counts = generate(args.out, args.noise_out, args.calls, args.min_seconds, args.max_seconds, seed=args.seed)
     print(f"calls data: {counts['calls']} calls, {counts['seconds']} s, {counts['sentences']} sentences, "
-          f"{counts['intents']} intents, {counts['voices']} voices in {args.out}; noise in {args.noise_out}")
+          f"{counts['labels']} labels, {counts['voices']} customer voices in {args.out}; noise in {args.noise_out}")
 
 
 if __name__ == "__main__":

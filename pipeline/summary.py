@@ -39,6 +39,7 @@ class RunSummary:
     rejects_file: str
     seconds: Dict[str, float]  # seconds_in, seconds_in_examples, seconds_dropped, seconds_rejected
     dropped_by_reason: Dict[str, float]
+    rejected_unknown: int  # rejected before their header was read
     metrics: Dict[str, float]  # overall-slice metrics of the Evaluator
     slice_metrics: Dict[str, Dict[str, float]]  # "feature=value" -> metrics of that slice
     failed_checks: List[str]  # the blessing checks the candidate failed, as "metric: reason"
@@ -56,7 +57,9 @@ class RunSummary:
             reasons = ", ".join(f"{reason} {v:.1f}" for reason, v in sorted(self.dropped_by_reason.items()))
             lines.append(f"  seconds: in {s['seconds_in']:.1f} = in examples {s['seconds_in_examples']:.1f}"
                          f" + dropped {s['seconds_dropped']:.1f}" + (f" ({reasons})" if reasons else "")
-                         + f" + rejected {s['seconds_rejected']:.1f}")
+                         + f" + rejected {s['seconds_rejected']:.1f}"
+                         + (f" (and {self.rejected_unknown} rejected files of unknown length)"
+                            if self.rejected_unknown else ""))
         lines.append("  examples per split: " + ", ".join(f"{k}={v}" for k, v in self.split_counts.items()))
         lines.append("  test metrics: " + ", ".join(f"{k}={v:.4f}" for k, v in sorted(self.metrics.items())))
         shown = [m for m in _SLICE_COLUMNS if any(m in v for v in self.slice_metrics.values())]
@@ -158,6 +161,7 @@ def latest_run(metadata_path: str, pipeline_name: str) -> RunSummary:
         rejects_file=str(_prop(examples[0], "rejects_file") or "") if examples else "",
         seconds={key: float(_prop(examples[0], key) or 0.0) for key in _SECONDS} if examples else {},
         dropped_by_reason=json.loads(_prop(examples[0], "seconds_dropped_by_reason") or "{}") if examples else {},
+        rejected_unknown=int(_prop(examples[0], "rejected_of_unknown_length") or 0) if examples else 0,
         metrics=metrics, slice_metrics=slice_metrics, failed_checks=failed_checks,
         blessed=bool(blessing and _prop(blessing[0], "blessed")),
         pushed=pushed,

@@ -49,7 +49,7 @@ def test_calls_demo_runs_end_to_end_and_serves_whole_recordings(calls, tmp_path)
     splits = _read_examples(examples.uri)
     windows = [e for split in splits.values() for e in split]
     assert max(_value(e, features.DURATION_S) for e in windows) <= config.features.clip_seconds + 1e-6
-    assert {_value(e, features.LABEL).decode() for e in windows} == set(demo_calls.INTENTS)
+    assert {_value(e, features.LABEL).decode() for e in windows} == set(demo_calls.LABELS)
 
     # Per-recording accuracy beside the window metrics, one recording per test call.
     test_calls = {_value(e, features.SOURCE) for e in splits["test"]}
@@ -61,14 +61,14 @@ def test_calls_demo_runs_end_to_end_and_serves_whole_recordings(calls, tmp_path)
     # The pushed model over a whole test call: windows every hop, an aggregate label;
     # the denoiser streams the call in chunks and returns all of it, cleaner.
     model = RecordingModel(run.pushed_destination)
-    assert model.window_samples == config.features.num_samples and sorted(model.labels) == sorted(demo_calls.INTENTS)
+    assert model.window_samples == config.features.num_samples and sorted(model.labels) == sorted(demo_calls.LABELS)
     source = sorted(test_calls)[0].decode()
     noisy_path = os.path.join(data, source)
     result = model.classify(noisy_path, hop_s=1.0)
     duration = soundfile.info(noisy_path).duration
     assert result.starts_s[0] == 0.0 and result.ends_s[-1] == pytest.approx(duration, abs=1e-3)
     assert np.allclose(np.diff(result.starts_s), 1.0)
-    assert result.probabilities.shape == (len(result.starts_s), 3) and result.label in demo_calls.INTENTS
+    assert result.probabilities.shape == (len(result.starts_s), 2) and result.label in demo_calls.LABELS
     np.testing.assert_allclose(result.probabilities.sum(axis=1), 1.0, rtol=1e-5)
     out_path = str(tmp_path / "enhanced.wav")
     assert model.denoise(noisy_path, out_path, chunk_s=4.0, overlap_s=0.5) == pytest.approx(duration, abs=1e-3)

@@ -75,10 +75,10 @@ def test_segments_lie_inside_their_call_do_not_overlap_and_each_covers_speech(ca
         assert np.sqrt(np.mean(clean[~in_speech] ** 2)) < 0.001
 
 
-def test_labels_are_intents_and_calls_of_several_sentences_mix_intents(calls):
+def test_labels_are_speaker_roles_and_calls_of_several_turns_have_both(calls):
     root, _ = calls
     segments = _read_csv(root / "audio" / "segments.csv")
-    assert {s["label"] for s in segments} <= set(demo_calls.INTENTS)
+    assert {s["label"] for s in segments} <= set(demo_calls.LABELS)
     assert len({s["label"] for s in segments}) >= 2
     for name in {s["file_name"] for s in segments}:
         labels = [s["label"] for s in segments if s["file_name"] == name]

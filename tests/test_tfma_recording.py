@@ -1,5 +1,5 @@
 """Per-recording accuracy: window probabilities averaged per recording, weighted by
-window length, against the label most of the recording's windows carry."""
+window length, against the label that covers most of the recording's length."""
 import numpy as np
 import pytest
 from tensorflow_model_analysis.metrics import metric_types
@@ -38,9 +38,13 @@ def test_a_recording_is_right_when_its_length_weighted_mean_probability_picks_it
     assert out[tfma_recording.RECORDING_ACCURACY] == pytest.approx(0.5)
 
 
-def test_a_call_with_several_labels_counts_as_its_dominant_label():
+def test_a_call_with_several_labels_counts_as_the_label_covering_most_of_its_length():
     windows = [_window("call.wav", 2.0, 2, [0.1, 0.1, 0.8]), _window("call.wav", 2.0, 2, [0.1, 0.2, 0.7]),
                _window("call.wav", 2.0, 0, [0.6, 0.2, 0.2])]
+    assert _accuracy(windows)[tfma_recording.RECORDING_ACCURACY] == 1.0
+    # Every window right, one long window against two short tails: the long one's label.
+    windows = [_window("tails.wav", 4.0, 0, [1.0, 0.0]), _window("tails.wav", 1.0, 1, [0.0, 1.0]),
+               _window("tails.wav", 1.0, 1, [0.0, 1.0])]
     assert _accuracy(windows)[tfma_recording.RECORDING_ACCURACY] == 1.0
 
 

@@ -73,6 +73,9 @@ def assert_seconds_add_up(examples):
     dropped = sum(seconds["dropped"].values())
     assert seconds["seconds_in"] == pytest.approx(
         seconds["seconds_in_examples"] + dropped + seconds["seconds_rejected"], abs=1e-6)
+    _, rejects = wav_executor.read_report(os.path.join(examples.uri, "ingest_report"))
+    assert seconds["seconds_rejected"] == pytest.approx(sum(r["seconds"] or 0.0 for r in rejects), abs=1e-6)
+    assert seconds["rejected_of_unknown_length"] == sum(r["seconds"] is None for r in rejects)
     windows = {}
     for split in _read_examples(examples.uri).values():
         for e in split:
@@ -121,6 +124,7 @@ def test_every_file_becomes_an_example_or_a_reject_with_its_reason(mixed_folder,
     assert "no samples" in reasons["no/empty.wav"]
     assert "over the 2.0 s limit" in reasons["no/too_long.wav"]
     assert "does not exist" in reasons["no/listed_but_missing.wav"]
+    assert "0x" not in reasons["no/broken.wav"] and "<" not in reasons["no/broken.wav"]  # plain words
     assert examples.get_int_custom_property("num_input_files") == 9
     assert examples.get_int_custom_property("num_examples") == 5
     assert examples.get_int_custom_property("num_rejected") == 4
@@ -261,9 +265,13 @@ def test_paths_leaving_input_base_are_rejected_not_read(tmp_path):
     _, rejects = wav_executor.read_report(os.path.join(examples.uri, "ingest_report"))
     reasons = {r["source"]: r["reason"] for r in rejects}
     assert set(reasons) == {"yes/link.wav", "../elsewhere/secret.wav", "/dev/zero", "yes/ok.wav"}
-    assert reasons["yes/link.wav"].startswith("outside input_base: yes/link.wav resolves to ")
-    assert reasons["/dev/zero"] == "outside input_base: /dev/zero resolves to /dev/zero"
+    assert reasons["yes/link.wav"] == ("outside input_base: yes/link.wav leads out of it (an absolute path, "
+                                       "'..' or a symbolic link); not read")
+    assert reasons["/dev/zero"].startswith("outside input_base: /dev/zero leads out of it")
     assert reasons["yes/ok.wav"].startswith("clean reference ../elsewhere/secret.wav: outside input_base")
+    assert str(tmp_path) not in " ".join(reasons.values())  # no host paths in the report
+    seconds = wav_executor.read_seconds(os.path.join(examples.uri, "ingest_report"))
+    assert seconds["rejected_of_unknown_length"] == 3  # never opened; ok.wav's 0.5 s are known
 
 
 def test_files_over_the_size_limit_are_rejected_before_reading(tmp_path):
@@ -273,7 +281,7 @@ def test_files_over_the_size_limit_are_rejected_before_reading(tmp_path):
     examples = _run_executor(base, tmp_path / "out", max_file_mb=0.03, max_reject_fraction=1.0)
     _, rejects = wav_executor.read_report(os.path.join(examples.uri, "ingest_report"))
     assert rejects == [{"source": "yes/big.wav", "reason": "0.06 MB, over the 0.03 MB limit (data.max_file_mb)",
-                        "seconds": 0.0}]
+                        "seconds": None}]
 
 
 def test_digital_silence_is_rejected_or_dropped_and_counted(tmp_path):
@@ -287,3 +295,31 @@ def test_digital_silence_is_rejected_or_dropped_and_counted(tmp_path):
     assert sorted(_value(e, features.OFFSET_S) for e in gap) == [0.0, 3.0]
     seconds = wav_executor.read_seconds(os.path.join(examples.uri, "ingest_report"))
     assert seconds["dropped"] == {segments.SILENT: pytest.approx(2.0)}
+
+
+def test_broken_files_odd_names_and_short_references_do_not_stop_the_run(tmp_path):
+    base = tmp_path / "audio"
+    write_wav(base / "yes" / "call [1].wav", tone(0.5, 300))  # glob characters in a real name
+    flac = base / "yes" / "cut.flac"
+    soundfile.write(str(flac), np.random.default_rng(0).uniform(-0.5, 0.5, 48000), 16000, format="FLAC")
+    flac.write_bytes(flac.read_bytes()[:len(flac.read_bytes()) // 2])  # the decoder loses sync midway
+    write_wav(base / "no" / "clean.wav", tone(2.0, 400)[:-80])  # 5 ms shorter than its noisy file
+    write_wav(base / "no" / "noisy.wav", tone(2.0, 400) + 0.01)
+    _write_metadata(base / "metadata.csv", [{"file_name": "no/noisy.wav", "label": "no",
+                                             "clean_file_name": "no/clean.wav"}])
+    examples = _run_executor(base, tmp_path / "out", file_pattern="*/*.*", segment_s=1.0,
+                             max_reject_fraction=1.0)
+    by_source = {}
+    for split in _read_examples(examples.uri).values():
+        for e in split:
+            by_source.setdefault(_value(e, features.SOURCE).decode(), []).append(e)
+    assert "yes/call [1].wav" in by_source
+    assert len(by_source["no/noisy.wav"]) == 2  # the reference's missing 5 ms are zeros
+    _, rejects = wav_executor.read_report(os.path.join(examples.uri, "ingest_report"))
+    reasons = {r["source"]: r["reason"] for r in rejects}
+    # The window before the break is kept; the 2 s after it are dropped and counted.
+    assert [_value(e, features.OFFSET_S) for e in by_source["yes/cut.flac"]] == [0.0]
+    seconds = wav_executor.read_seconds(os.path.join(examples.uri, "ingest_report"))
+    assert seconds["dropped"] == {"unreadable at 1.00 s: Error : flac decoder lost sync.":
+                                  pytest.approx(2.0)}
+    assert not reasons

@@ -51,6 +51,7 @@ NOISY_DIR, CLEAN_DIR = "noisy/", "clean/"  # the paired layout's folders
 _METADATA_COLUMNS = ("file_name", "label", "group", "clean_file_name", "noise_kind", "snr_db")
 _SEGMENT_COLUMNS = ("file_name", "start_s", "end_s", "label")
 _VAD_FRAME = 480  # 30 ms at 16 kHz, a frame size webrtcvad takes
+_CLEAN_SLACK_S = 0.05  # a clean reference may be this much shorter or longer (codec padding); zeros past its end
 
 
 def _options(exec_properties: Dict[str, Any]) -> Dict[str, Any]:
@@ -194,19 +195,23 @@ class _ToExamples(beam.DoFn):
             return path
         real, base = os.path.realpath(path), os.path.realpath(self._input_base)
         if os.path.commonpath([real, base]) != base:
-            raise audio_io.AudioError(f"outside input_base: {name} resolves to {real}")
+            raise audio_io.AudioError(f"outside input_base: {name} leads out of it (an absolute path, "
+                                      f"'..' or a symbolic link); not read")
         return path
 
     def _open(self, name: str) -> audio_io.AudioFile:
         """The file opened for reading windows, after its path and size are checked."""
         path = self._path(name)
-        found = FileSystems.match([path])[0].metadata_list
-        if not found:
-            raise audio_io.AudioError(f"{name} does not exist")
+        if "://" in path:  # object stores: Beam's match (its name is taken as a pattern there)
+            found = FileSystems.match([path])[0].metadata_list
+            size = found[0].size_in_bytes if found else None
+        else:  # a local name may hold [ ] * ? literally
+            size = os.path.getsize(path) if os.path.isfile(path) else None
+        if size is None:
+            raise audio_io.AudioError(f"{name} does not exist or is not a file")
         limit = float(self._options["max_file_mb"])
-        if found[0].size_in_bytes > limit * 2 ** 20:
-            raise audio_io.AudioError(f"{found[0].size_in_bytes / 2 ** 20:.2f} MB, over the {limit:g} MB limit "
-                                      f"(data.max_file_mb)")
+        if size > limit * 2 ** 20:
+            raise audio_io.AudioError(f"{size / 2 ** 20:.2f} MB, over the {limit:g} MB limit (data.max_file_mb)")
         return audio_io.AudioFile(path)
 
     def _names(self, source: str, meta: Dict[str, str]) -> Tuple[str, str]:
@@ -233,7 +238,7 @@ class _ToExamples(beam.DoFn):
         source, grouped = keyed
         metas, spans = grouped["meta"], grouped["spans"]
         meta = metas[0] if metas else {}
-        seconds = 0.0
+        seconds = None  # unknown until the header is read
         try:
             if not grouped["file"] and not FileSystems.exists(self._path(source)):
                 where = "metadata.csv" if metas else "segments.csv"
@@ -258,9 +263,9 @@ class _ToExamples(beam.DoFn):
             yield from self._reject(source, str(e), seconds)
 
     def _windows(self, source, meta, spans, folders, audio, clean, clean_name) -> Iterable[Any]:
-        if clean is not None and abs(clean.duration_s - audio.duration_s) > 0.01 * audio.duration_s + 0.001:
-            raise audio_io.AudioError(f"clean reference {clean_name} is {clean.duration_s:.3f} s, "
-                                      f"the noisy file {audio.duration_s:.3f} s")
+        if clean is not None and abs(clean.duration_s - audio.duration_s) > _CLEAN_SLACK_S:
+            raise audio_io.AudioError(f"clean reference {clean_name} is {clean.duration_s:.3f} s, the noisy "
+                                      f"file {audio.duration_s:.3f} s: they must match within {_CLEAN_SLACK_S} s")
         label = meta.get("label") or (folders.split("/")[0] if "/" in folders else "")
         if not label and spans is None:
             where = f"{NOISY_DIR}<label>/" if self._options["layout"] == "paired" else "<label>/"
@@ -281,13 +286,13 @@ class _ToExamples(beam.DoFn):
                 if not np.any(noisy_audio):  # all-zero samples: nothing to learn or to denoise
                     silent.append((window.start_s, window.end_s))
                     continue
-                reference = clean.window(window.start_s, window.end_s) if clean is not None else None
+                reference = clean.window(window.start_s, window.end_s, pad=True) if clean is not None else None
                 yield self._example(source, meta, group, window, noisy_audio, reference, whole)
                 written.append((window.start_s, window.end_s))
         except audio_io.AudioError as e:  # a file truncated after some windows: keep those
             if not written:
                 raise
-            failure = f"unreadable: {e}"
+            failure = str(e)
         if not written:
             raise audio_io.AudioError(segments.SILENT)
         covered = segments.union_length(written)
@@ -319,11 +324,11 @@ class _ToExamples(beam.DoFn):
             feats[features.SNR_DB] = _feature(snr)
         return tf.train.Example(features=tf.train.Features(feature=feats))
 
-    def _reject(self, source: str, reason: str, seconds: float) -> Iterable[Any]:
+    def _reject(self, source: str, reason: str, seconds: Optional[float]) -> Iterable[Any]:
         self._rejected.inc()
         logging.warning("WAV ExampleGen rejects %s: %s", source, reason)
         yield beam.pvalue.TaggedOutput(REJECTS_TAG, {"source": source, "reason": reason,
-                                                     "seconds": round(seconds, 6)})
+                                                     "seconds": None if seconds is None else round(seconds, 6)})
 
 
 class _SumSeconds(beam.CombineFn):
@@ -331,15 +336,19 @@ class _SumSeconds(beam.CombineFn):
 
     def create_accumulator(self):
         return {"accepted_files": 0, "seconds_in": 0.0, "seconds_in_examples": 0.0, "seconds_rejected": 0.0,
-                "dropped": {}}
+                "rejected_of_unknown_length": 0, "dropped": {}}
 
     def add_input(self, acc, record):
-        acc["seconds_in"] += record.get("seconds_in", record.get("seconds", 0.0))
-        acc["seconds_in_examples"] += record.get("seconds_in_examples", 0.0)
-        if "reason" in record:
-            acc["seconds_rejected"] += record["seconds"]
+        if "reason" in record:  # a rejected file: its length, when its header was read
+            if record["seconds"] is None:
+                acc["rejected_of_unknown_length"] += 1
+            else:
+                acc["seconds_in"] += record["seconds"]
+                acc["seconds_rejected"] += record["seconds"]
         else:
             acc["accepted_files"] += 1
+            acc["seconds_in"] += record["seconds_in"]
+            acc["seconds_in_examples"] += record["seconds_in_examples"]
         for reason, seconds in record.get("dropped", {}).items():
             acc["dropped"][reason] = acc["dropped"].get(reason, 0.0) + seconds
         return acc
@@ -347,7 +356,8 @@ class _SumSeconds(beam.CombineFn):
     def merge_accumulators(self, accumulators):
         out = self.create_accumulator()
         for acc in accumulators:
-            for key in ("accepted_files", "seconds_in", "seconds_in_examples", "seconds_rejected"):
+            for key in ("accepted_files", "seconds_in", "seconds_in_examples", "seconds_rejected",
+                        "rejected_of_unknown_length"):
                 out[key] += acc[key]
             for reason, seconds in acc["dropped"].items():
                 out["dropped"][reason] = out["dropped"].get(reason, 0.0) + seconds
@@ -420,7 +430,8 @@ def read_report(report_dir: str) -> Tuple[int, List[Dict[str, Any]]]:
 
 def read_seconds(report_dir: str) -> Dict[str, Any]:
     """The run's seconds accounting: seconds_in, seconds_in_examples, seconds_rejected,
-    dropped {reason: seconds}."""
+    dropped {reason: seconds}, and rejected_of_unknown_length (files refused before their
+    header was read: outside input_base, over the size limit, missing or unopenable)."""
     return json.loads(_read_text(os.path.join(report_dir, SECONDS_FILE)))
 
 
@@ -449,6 +460,7 @@ class Executor(BaseExampleGenExecutor):
         for key in ("seconds_in", "seconds_in_examples", "seconds_rejected"):
             examples.set_float_custom_property(key, round(seconds[key], 3))
         examples.set_float_custom_property("seconds_dropped", round(sum(seconds["dropped"].values()), 3))
+        examples.set_int_custom_property("rejected_of_unknown_length", seconds["rejected_of_unknown_length"])
         examples.set_string_custom_property("seconds_dropped_by_reason", json.dumps(seconds["dropped"]))
         examples.set_string_custom_property("rejects_file", os.path.join(report_dir, REJECTS_FILE))
         logging.info("WAV ExampleGen: %d files in, %d examples (%d noisy copies), %d rejected; seconds %s",
