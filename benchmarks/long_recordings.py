@@ -78,9 +78,14 @@ def _child_dofn(recording: str) -> dict:
     options = {name: getattr(DataConfig(), name) for name in INGEST_OPTIONS}
     options.update(segment_s=10.0, hop_s=10.0, min_segment_s=1.0)
     dofn = wav_executor._ToExamples(os.path.dirname(recording), options)
-    start, count = time.time(), 0
-    for output in dofn.process((os.path.basename(recording), {"file": [True], "meta": [], "spans": []})):
+    start, count, rejected = time.time(), 0, []
+    meta = [{"label": "call"}]
+    for output in dofn.process((os.path.basename(recording), {"file": [True], "meta": meta, "spans": []})):
         count += not hasattr(output, "tag")
+        if getattr(output, "tag", None) == wav_executor.REJECTS_TAG:
+            rejected.append(output.value)
+    if rejected or not count:
+        raise RuntimeError(f"the DoFn made no example: {rejected}")
     return {"wall_s": time.time() - start, "examples": count}
 
 

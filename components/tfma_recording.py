@@ -69,7 +69,10 @@ class _RecordingCombiner(beam.CombineFn):
         source = _scalar(feats[features.SOURCE])
         source = source.decode() if isinstance(source, bytes) else str(source)
         weight = float(_scalar(feats[features.DURATION_S]))
-        probabilities = np.asarray(element.get_predictions(name), np.float64).ravel()
+        predictions = element.get_predictions(name)
+        if isinstance(predictions, dict):  # the model's outputs by name (with the denoiser: `enhanced` too)
+            predictions = predictions[features.OUT_PROBABILITIES]
+        probabilities = np.asarray(predictions, np.float64).ravel()
         label = int(_scalar(element.get_labels(name)))
         entry = accumulator.setdefault(source, [np.zeros_like(probabilities), {}])
         entry[0] = entry[0] + weight * probabilities

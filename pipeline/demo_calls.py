@@ -71,7 +71,7 @@ _PAUSE_S = (0.3, 1.5)  # digital silence between sentences
 _EDGE_S = (0.2, 1.0)  # leading and trailing silence
 _SENTENCE_S = 4.0  # a generous sentence plus pause: sets how many sentences to speak per round
 _MISSES = 3  # a call is full when this many sentences did not fit in it
-_MAX_VOICES = 24
+_MAX_VOICES = 60  # a customer voice per call up to this many calls: enough held-out calls to score
 _FFT_SLACK = 1100  # samples _fft_friendly may add; it needs at most 1044 for calls up to 2 min
 
 

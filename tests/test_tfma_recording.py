@@ -7,9 +7,12 @@ from tensorflow_model_analysis.metrics import metric_types
 from components import features, tfma_recording
 
 
-def _window(source, seconds, label, probabilities):
+def _window(source, seconds, label, probabilities, as_dict=False):
+    predictions = np.array(probabilities, np.float32)
+    if as_dict:  # a model with several outputs, as the denoiser's
+        predictions = {features.OUT_PROBABILITIES: predictions, features.OUT_ENHANCED: np.zeros(16, np.float32)}
     return metric_types.StandardMetricInputs({
-        "labels": np.array([label]), "predictions": np.array(probabilities, np.float32),
+        "labels": np.array([label]), "predictions": predictions,
         "features": {features.SOURCE: np.array([source.encode()]),
                      features.DURATION_S: np.array([seconds], np.float32)}})
 
@@ -30,8 +33,8 @@ def test_a_recording_is_right_when_its_length_weighted_mean_probability_picks_it
         # a.wav: a long window says class 0, two short ones say class 1: weighted, class 0.
         _window("a.wav", 10.0, 0, [0.9, 0.1]), _window("a.wav", 1.0, 0, [0.2, 0.8]),
         _window("a.wav", 1.0, 0, [0.2, 0.8]),
-        # b.wav: wrong on both windows.
-        _window("b.wav", 2.0, 1, [0.7, 0.3]), _window("b.wav", 2.0, 1, [0.6, 0.4]),
+        # b.wav: wrong on both windows (a model that also outputs enhanced audio).
+        _window("b.wav", 2.0, 1, [0.7, 0.3], as_dict=True), _window("b.wav", 2.0, 1, [0.6, 0.4], as_dict=True),
     ]
     out = _accuracy(windows)
     assert out[tfma_recording.RECORDING_COUNT] == 2
