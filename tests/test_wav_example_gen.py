@@ -85,7 +85,9 @@ def assert_seconds_add_up(examples):
                 windows.setdefault(source, []).append((start, start + _value(e, features.DURATION_S)))
     covered = sum(segments.union_length(w) for w in windows.values())
     assert covered == pytest.approx(seconds["seconds_in_examples"], abs=1e-3 * (1 + len(windows)))
-    assert examples.get_float_custom_property("seconds_in") == pytest.approx(seconds["seconds_in"], abs=1e-3)
+    proto = getattr(examples, "mlmd_artifact", examples)  # a TFX Artifact or the MLMD record of one
+    recorded = proto.custom_properties["seconds_in"]
+    assert getattr(recorded, recorded.WhichOneof("value")) == pytest.approx(seconds["seconds_in"], abs=1e-3)
     return seconds
 
 
