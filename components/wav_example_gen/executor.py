@@ -296,9 +296,9 @@ class _ToExamples(beam.DoFn):
         if not written:
             raise audio_io.AudioError(segments.SILENT)
         covered = segments.union_length(written)
+        read = segments.union_length(written + silent)  # what was read before any failure
         dropped = dict(plan.dropped_s)
-        for reason, lost in ((segments.SILENT, segments.union_length(written + silent) - covered),
-                             (failure, plan.covered_s - segments.union_length(written + silent))):
+        for reason, lost in ((segments.SILENT, read - covered), (failure, plan.covered_s - read)):
             if lost > 1e-6:
                 dropped[reason] = dropped.get(reason, 0.0) + lost
         self._accepted.inc()
