@@ -72,7 +72,7 @@ class Wav2Vec2Classifier(keras.Model):
 def _wav2vec2(cfg: Wav2Vec2Config, num_classes: int, num_samples: int) -> Wav2Vec2Classifier:
     settings = dict(
         num_labels=num_classes,
-        layerdrop=0.0,  # its Python-side draw would freeze at tracing time (ENVIRONMENT.md)
+        layerdrop=0.0,  # its Python-side draw would freeze at tracing time (docs/environment.md)
         mask_time_prob=cfg.mask_time_prob, mask_time_length=cfg.mask_time_length,
         mask_feature_prob=0.0,  # the TF feature-axis masking is suspect; kept off
         classifier_proj_size=cfg.classifier_proj_size)

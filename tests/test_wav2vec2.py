@@ -13,7 +13,7 @@ from components import features, training_loop
 from components.model import build_model
 from components.config import FeatureConfig, TrainerConfig, Wav2Vec2Config
 
-# A tiny Wav2Vec2 (ENVIRONMENT.md): trains on the CPU in seconds.
+# A tiny Wav2Vec2 (docs/environment.md): trains on the CPU in seconds.
 TINY = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
             conv_dim=(32, 32, 32), conv_kernel=(8, 3, 3), conv_stride=(4, 2, 2),
             num_conv_pos_embeddings=16, num_conv_pos_embedding_groups=2, vocab_size=8)
