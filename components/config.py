@@ -8,12 +8,36 @@ not read globals or environment variables. It lives beside `features.py` so that
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
-from typing import Any, Dict, List, Optional
+import typing
+from typing import Annotated, Any, Dict, List, Literal, Optional
 
+import pydantic
+import pydantic_core
 import yaml
+from pydantic import Field
 
 from components import features
+
+
+# Types of the settings, checked by pydantic when a config is loaded (`PipelineConfig.from_dict`):
+# a bool is neither an int nor a number, an int is a number, and a string that reads as a
+# number is one (YAML 1.1 reads 3e-5, without a dot, as a string).
+def _not_a_bool(value):
+    if isinstance(value, bool):
+        raise pydantic_core.PydanticCustomError("number_type", "Input should be a number, not a boolean")
+    return value
+
+
+Int = Annotated[int, pydantic.Strict()]
+Bool = Annotated[bool, pydantic.Strict()]
+Float = Annotated[float, pydantic.BeforeValidator(_not_a_bool)]
+PositiveInt = Annotated[Int, Field(ge=1)]
+Count = Annotated[Int, Field(ge=0)]
+Positive = Annotated[Float, Field(gt=0)]  # seconds, sizes, frequencies
+NonNegative = Annotated[Float, Field(ge=0)]
+Fraction = Annotated[Float, Field(ge=0, le=1)]  # probabilities, ratios
 
 
 @dataclasses.dataclass
@@ -23,54 +47,64 @@ class DataConfig:
     metadata_file: str = "metadata.csv"  # audiofolder-style, optional
     # Optional labelled spans (file_name,start_s,end_s,label), the way QA teams annotate calls.
     segments_file: str = "segments.csv"
-    max_duration_s: float = 4 * 3600.0  # longer recordings are rejected (they are read window by window)
-    max_file_mb: float = 4096.0  # larger files are rejected before anything is read (the WAV format's limit)
-    max_reject_fraction: float = 0.05  # ExampleGen fails when more are rejected
+    max_duration_s: Positive = 4 * 3600.0  # longer recordings are rejected (they are read window by window)
+    max_file_mb: Positive = 4096.0  # larger files are rejected before anything is read (the WAV format's limit)
+    max_reject_fraction: Fraction = 0.05  # ExampleGen fails when more are rejected
     # folders: <label>/*.wav. paired: noisy/[<label>/]*.wav with clean/ + the same path as
     # the clean reference (VoiceBank-DEMAND style; set file_pattern to match, e.g. noisy/*/*.wav).
-    layout: str = "folders"
+    layout: Literal["folders", "paired"] = "folders"
     # Recordings become examples window by window. fixed: windows of segment_s every hop_s;
     # vad: the same, inside the speech regions found by voice-activity detection.
-    segmentation: str = "fixed"
-    segment_s: Optional[float] = None  # window length; default and maximum: features.clip_seconds
-    hop_s: Optional[float] = None  # default segment_s (windows do not overlap)
-    min_segment_s: float = 0.2  # shorter windows (a recording's tail, a short span) are dropped and counted
-    unlabelled_spans: str = "drop"  # drop | background: stretches no span of segments.csv covers
+    segmentation: Literal["fixed", "vad"] = "fixed"
+    segment_s: Optional[Positive] = None  # window length; default and maximum: features.clip_seconds
+    hop_s: Optional[Positive] = None  # default segment_s (windows do not overlap)
+    min_segment_s: NonNegative = 0.2  # shorter windows (a recording's tail, a short span) are dropped and counted
+    unlabelled_spans: UnlabelledSpans = "drop"  # drop | background: stretches no span of segments.csv covers
     background_label: str = "background"
-    vad_aggressiveness: int = 2  # webrtcvad: 0 keeps the most audio as speech, 3 the least
-    vad_min_gap_s: float = 0.3  # speech regions closer than this are merged
-    vad_pad_s: float = 0.1  # each speech region is widened by this on both sides
+    # webrtcvad: 0 keeps the most audio as speech, 3 the least
+    vad_aggressiveness: Annotated[Int, Field(ge=0, le=3)] = 2
+    vad_min_gap_s: NonNegative = 0.3  # speech regions closer than this are merged
+    vad_pad_s: NonNegative = 0.1  # each speech region is widened by this on both sides
     # Noise augmentation: noisy_copies mixtures of each clean utterance with recordings
     # from noise_base/<noise kind>/*.wav at SNRs drawn from snr_db_range; seeded per file.
     noise_base: str = ""
-    noisy_copies: int = 0
-    snr_db_range: List[float] = dataclasses.field(default_factory=lambda: [0.0, 20.0])
-    mix_seed: int = 0
+    noisy_copies: Count = 0
+    snr_db_range: Annotated[List[Float], Field(min_length=2, max_length=2)] = dataclasses.field(
+        default_factory=lambda: [0.0, 20.0])
+    mix_seed: Int = 0
     # Hash buckets per split; the split of an example is decided by its group.
-    split_buckets: Dict[str, int] = dataclasses.field(
+    split_buckets: Annotated[Dict[str, PositiveInt], Field(min_length=1)] = dataclasses.field(
         default_factory=lambda: {"train": 8, "eval": 1, "test": 1})
+    # The split key of a file metadata.csv gives no group: the first capture of this regular
+    # expression on its path (VoiceBank-DEMAND: '(p[0-9]+)_', the speaker). Without either,
+    # the folders layout groups by recording and the paired layout rejects the file.
+    group_regex: str = ""
 
 
 # The DataConfig fields the WAV ExampleGen takes as options.
 INGEST_OPTIONS = ("metadata_file", "segments_file", "max_duration_s", "max_file_mb", "max_reject_fraction",
                   "layout", "segmentation", "segment_s", "hop_s", "min_segment_s", "unlabelled_spans",
                   "background_label", "vad_aggressiveness", "vad_min_gap_s", "vad_pad_s", "noise_base",
-                  "noisy_copies", "snr_db_range", "mix_seed")
-UNLABELLED_SPANS = ("drop", "background")
+                  "noisy_copies", "snr_db_range", "mix_seed", "group_regex")
+UnlabelledSpans = Literal["drop", "background"]
+UNLABELLED_SPANS = typing.get_args(UnlabelledSpans)
+OnAnomalies = Literal["fail", "warn"]
+ON_ANOMALIES = typing.get_args(OnAnomalies)
 
 
 @dataclasses.dataclass
 class FeatureConfig:
-    clip_seconds: float = 1.0  # crop or pad every utterance to this length
-    frame_length: int = 400  # 25 ms STFT window
-    frame_step: int = 160  # 10 ms hop
-    fft_length: int = 512
-    num_mel_bins: int = 64
-    lower_hz: float = 20.0
-    upper_hz: float = 7600.0
+    clip_seconds: Positive = 1.0  # crop or pad every utterance to this length
+    frame_length: PositiveInt = 400  # 25 ms STFT window
+    frame_step: PositiveInt = 160  # 10 ms hop
+    fft_length: PositiveInt = 512
+    num_mel_bins: PositiveInt = 64
+    lower_hz: NonNegative = 20.0
+    upper_hz: Positive = 7600.0
     # Input-SNR buckets for slicing: edges [0, 5, 10, 20] give 0-5, 5-10, 10-20 (and
     # below-0 / 20-up outside them); examples without a clean reference get none.
-    snr_bucket_edges_db: List[float] = dataclasses.field(default_factory=lambda: [0.0, 5.0, 10.0, 20.0])
+    snr_bucket_edges_db: Annotated[List[Float], Field(min_length=1)] = dataclasses.field(
+        default_factory=lambda: [0.0, 5.0, 10.0, 20.0])
 
     @property
     def num_samples(self) -> int:
@@ -97,13 +131,13 @@ class SpecAugmentConfig:
     `policy` LB, LD, SM or SS takes the paper's parameters; `custom` takes the fields
     below. Time warping is left out: the paper found it the least useful part.
     """
-    enabled: bool = True
-    policy: str = "custom"
-    freq_masks: int = 2  # mF: number of frequency masks
-    freq_mask_width: int = 8  # F: maximum width in mel bins
-    time_masks: int = 2  # mT
-    time_mask_width: int = 10  # T: maximum width in frames
-    time_mask_max_ratio: float = 0.2  # p: a time mask covers at most p * frames
+    enabled: Bool = True
+    policy: Literal["custom", "LB", "LD", "SM", "SS"] = "custom"
+    freq_masks: Count = 2  # mF: number of frequency masks
+    freq_mask_width: Count = 8  # F: maximum width in mel bins
+    time_masks: Count = 2  # mT
+    time_mask_width: Count = 10  # T: maximum width in frames
+    time_mask_max_ratio: Fraction = 0.2  # p: a time mask covers at most p * frames
 
     def resolved(self) -> "SpecAugmentConfig":
         """The parameters in force: the named policy's, or the fields for `custom`."""
@@ -122,27 +156,28 @@ class Wav2Vec2Config:
     # build from `config_overrides` with random weights (tests, benchmarks).
     pretrained: str = ""
     config_overrides: Dict[str, Any] = dataclasses.field(default_factory=dict)
-    freeze_feature_encoder: bool = True
-    freeze_layers: int = 0  # the first N transformer layers are frozen too
-    mask_time_prob: float = 0.05  # latent time masking, training only
-    mask_time_length: int = 5
-    classifier_proj_size: int = 256
+    freeze_feature_encoder: Bool = True
+    freeze_layers: Count = 0  # the first N transformer layers are frozen too
+    mask_time_prob: Fraction = 0.05  # latent time masking, training only
+    mask_time_length: PositiveInt = 5
+    classifier_proj_size: PositiveInt = 256
 
 
 @dataclasses.dataclass
 class DenoiserConfig:
     """The denoiser front end (components/denoiser.py): STFT, conv + BiGRU mask, inverse STFT."""
-    enabled: bool = False  # on: the classifier consumes the enhanced audio
-    frame_length: int = 512  # 32 ms
-    frame_step: int = 128  # 8 ms
-    fft_length: int = 512
-    channels: int = 256  # conv channels
-    kernel_size: int = 3  # conv kernel, in frames
-    gru_units: int = 128  # per direction
-    init_mask_logit: float = 2.0  # mask starts near sigmoid(2) = 0.88: pass-through
+    enabled: Bool = False  # on: the classifier consumes the enhanced audio
+    frame_length: PositiveInt = 512  # 32 ms
+    frame_step: PositiveInt = 128  # 8 ms
+    fft_length: PositiveInt = 512
+    channels: PositiveInt = 256  # conv channels
+    kernel_size: PositiveInt = 3  # conv kernel, in frames
+    gru_units: PositiveInt = 128  # per direction
+    init_mask_logit: Float = 2.0  # mask starts near sigmoid(2) = 0.88: pass-through
 
 
-OBJECTIVES = ("classify", "denoise", "joint")
+Objective = Literal["classify", "denoise", "joint"]
+OBJECTIVES = typing.get_args(Objective)
 
 
 @dataclasses.dataclass
@@ -150,23 +185,24 @@ class TrainerConfig:
     """Defaults are the wav2vec2 classification recipe known to work (Hugging Face's
     run_audio_classification: lr 3e-5, warmup 0.1, feature encoder frozen, 32 x 4
     accumulation); the demo config switches to the CPU-sized log-mel CNN."""
-    backbone: str = "wav2vec2"  # wav2vec2 | logmel_cnn
-    epochs: int = 5
-    batch_size: int = 32  # per replica; the global batch is this times the replicas
-    grad_accum_steps: int = 4  # optimizer step every N batches
-    learning_rate: float = 3e-5
-    weight_decay: float = 1e-2  # AdamW; never on biases or norm layers
-    warmup_ratio: float = 0.1  # linear warmup, then linear decay to 0
-    clip_norm: float = 1.0  # global-norm clipping of the unscaled gradients
-    precision: str = "auto"  # auto (mixed_float16 on GPU, float32 on CPU) | float32 | mixed_float16 | mixed_bfloat16
-    shuffle_buffer: int = 2048
-    log_every_steps: int = 20
-    checkpoint_every_steps: int = 100
-    seed: int = 7
+    backbone: Literal["wav2vec2", "logmel_cnn"] = "wav2vec2"  # wav2vec2 | logmel_cnn
+    epochs: PositiveInt = 5
+    batch_size: PositiveInt = 32  # per replica; the global batch is this times the replicas
+    grad_accum_steps: PositiveInt = 4  # optimizer step every N batches
+    learning_rate: NonNegative = 3e-5  # 0 freezes the weights (a deliberately broken model)
+    weight_decay: NonNegative = 1e-2  # AdamW; never on biases or norm layers
+    warmup_ratio: Fraction = 0.1  # linear warmup, then linear decay to 0
+    clip_norm: Positive = 1.0  # global-norm clipping of the unscaled gradients
+    # auto: mixed_float16 on GPU, float32 on CPU
+    precision: Literal["auto", "float32", "mixed_float16", "mixed_bfloat16"] = "auto"
+    shuffle_buffer: PositiveInt = 2048
+    log_every_steps: PositiveInt = 20
+    checkpoint_every_steps: PositiveInt = 100
+    seed: Int = 7
     # classify: cross-entropy; denoise: -SI-SNR only (classifier untouched); joint:
     # cross-entropy + denoise_weight * -SI-SNR. SI-SNR counts only examples with a clean reference.
-    objective: str = "classify"
-    denoise_weight: float = 1.0  # the lambda of the joint objective
+    objective: Objective = "classify"
+    denoise_weight: NonNegative = 1.0  # the lambda of the joint objective
     spec_augment: SpecAugmentConfig = dataclasses.field(default_factory=SpecAugmentConfig)
     wav2vec2: Wav2Vec2Config = dataclasses.field(default_factory=Wav2Vec2Config)
     denoiser: DenoiserConfig = dataclasses.field(default_factory=DenoiserConfig)
@@ -182,15 +218,30 @@ class TrainerConfig:
 @dataclasses.dataclass
 class EvaluatorConfig:
     eval_split: str = "test"
-    min_accuracy: float = 0.5  # blessing floor on the eval split's accuracy
+    min_accuracy: Fraction = 0.5  # blessing floor on the eval split's accuracy
     # The candidate may not be worse than the latest blessed model by more than this.
-    max_accuracy_regression: float = 0.0
+    max_accuracy_regression: Fraction = 0.0
     # Denoising gate (needs trainer.denoiser.enabled): SI-SNR improvement on the split's
     # examples with a clean reference; None turns the gate off.
-    min_si_snr_improvement_db: Optional[float] = None
-    max_si_snr_regression_db: float = 0.0
+    min_si_snr_improvement_db: Optional[Float] = None
+    max_si_snr_regression_db: NonNegative = 0.0
     # Slices reported (not gated): raw or transformed feature names.
     slice_features: List[str] = dataclasses.field(default_factory=lambda: [features.NOISE_KIND, features.SNR_BUCKET])
+
+
+@dataclasses.dataclass
+class ValidationConfig:
+    """ExampleValidator's gate before Transform. The bounds below become the schema's
+    domains of the ExampleGen's audio statistics (components/schema.py), and
+    features.duration_s is bounded by the ExampleGen's window (data.segment_s)."""
+    # fail: the run stops before Transform; warn: it goes on and the summary names them
+    on_anomalies: OnAnomalies = "fail"
+    max_clipping_ratio: Fraction = 0.05  # fraction of a window's samples at full scale
+    min_rms_dbfs: Annotated[Float, Field(le=0)] = -80.0  # quieter windows (near-silence, a dead channel) are anomalies
+    max_dc_offset: Fraction = 0.1  # |mean sample value|
+    max_silence_fraction: Fraction = 1.0  # fraction of a window's 10-ms frames under -60 dBFS
+    min_sample_rate: PositiveInt = 8000  # telephone audio; below it speech is not intelligible
+    max_channels: PositiveInt = 2
 
 
 @dataclasses.dataclass
@@ -199,7 +250,7 @@ class PipelineConfig:
     output_dir: str = "outputs"  # pipeline root, ML Metadata and serving dir live here
     metadata_path: Optional[str] = None  # SQLite MLMD; default <output_dir>/metadata.sqlite
     serving_dir: Optional[str] = None  # Pusher target; default <output_dir>/serving
-    enable_cache: bool = False
+    enable_cache: Bool = False
     # Curated schema; a relative path is taken from the repository root.
     schema_file: str = "schemas/schema.pbtxt"
     beam_args: List[str] = dataclasses.field(default_factory=lambda: [
@@ -208,6 +259,7 @@ class PipelineConfig:
     features: FeatureConfig = dataclasses.field(default_factory=FeatureConfig)
     trainer: TrainerConfig = dataclasses.field(default_factory=TrainerConfig)
     evaluator: EvaluatorConfig = dataclasses.field(default_factory=EvaluatorConfig)
+    validation: ValidationConfig = dataclasses.field(default_factory=ValidationConfig)
 
     def __post_init__(self):
         if self.evaluator.min_si_snr_improvement_db is not None and not self.trainer.denoiser.enabled:
@@ -253,33 +305,57 @@ class PipelineConfig:
 
     @classmethod
     def from_dict(cls, values: Dict[str, Any]) -> "PipelineConfig":
-        return _build(cls, values, "config")
+        return _validate(values)
 
 
-# Hand-written (about 30 lines) instead of OmegaConf/dacite: it keeps the lock small and
-# gives error messages that name the offending key.
-def _build(cls, values: Dict[str, Any], where: str):
-    if not isinstance(values, dict):
-        raise ValueError(f"{where}: expected a mapping, got {values!r}")
-    fields = {f.name: f for f in dataclasses.fields(cls)}
-    unknown = sorted(set(values) - set(fields))
-    if unknown:
-        raise ValueError(f"{where}: unknown setting(s) {unknown}; known: {sorted(fields)}")
-    kwargs = {}
-    for name, value in values.items():
-        field = fields[name]
-        has_factory = field.default_factory is not dataclasses.MISSING
-        default = field.default_factory() if has_factory else field.default
-        if dataclasses.is_dataclass(default):
-            kwargs[name] = _build(type(default), value, f"{where}.{name}")
-        elif isinstance(default, float) and isinstance(value, (int, str)) and not isinstance(value, bool):
-            try:  # YAML reads 3e-5 (no dot) as a string
-                kwargs[name] = float(value)
-            except ValueError as e:
-                raise ValueError(f"{where}.{name}: {value!r} is not a number") from e
-        else:
-            kwargs[name] = value
-    return cls(**kwargs)
+class ConfigError(ValueError):
+    """An invalid configuration: one line per problem, each naming the setting, the value and what is allowed."""
+
+
+# pydantic validates the dataclasses as they are (not dacite: it checks types only), so they stay plain
+# dataclasses: built directly (tests), copied with dataclasses.replace, dumped with asdict.
+# Types, ranges and choices are the field annotations above; the cross-field checks are the
+# __post_init__ methods, which pydantic runs after the fields.
+@functools.lru_cache(maxsize=None)
+def _adapter() -> pydantic.TypeAdapter:
+    pending = [PipelineConfig]
+    while pending:  # every dataclass of the tree rejects keys it does not know
+        cls = pending.pop()
+        cls.__pydantic_config__ = pydantic.ConfigDict(extra="forbid")
+        pending += [t for t in typing.get_type_hints(cls).values() if dataclasses.is_dataclass(t)]
+    return pydantic.TypeAdapter(PipelineConfig)
+
+
+def _dotted(path) -> str:
+    return "".join(f"[{key}]" if isinstance(key, int) else f".{key}" for key in path).lstrip(".")
+
+
+def _validate(values: Dict[str, Any]) -> PipelineConfig:
+    try:
+        return _adapter().validate_python(values)
+    except pydantic.ValidationError as e:
+        unknown: Dict[tuple, List[str]] = {}
+        lines = []
+        for error in e.errors():
+            path, message = error["loc"], error["msg"]
+            if error["type"] == "unexpected_keyword_argument":
+                unknown.setdefault(path[:-1], []).append(path[-1])
+            elif error["type"] == "value_error":  # a cross-field check (__post_init__): it names the keys
+                message = message.removeprefix("Value error, ")
+                lines.append(message if not path or _dotted(path) in message else f"{_dotted(path)}: {message}")
+            else:  # e.g. trainer.epochs: got 'abc', expected a valid integer
+                if message.startswith("Input should be "):
+                    message = "expected " + message.removeprefix("Input should be ")
+                    message = message.replace("expected greater", "expected a value greater")
+                    message = message.replace("expected less", "expected a value less")
+                lines.append(f"{_dotted(path) or 'config'}: got {error['input']!r}, {message}")
+        for parent, names in unknown.items():
+            cls = PipelineConfig
+            for key in parent:
+                cls = typing.get_type_hints(cls)[key]
+            known = sorted(f.name for f in dataclasses.fields(cls))
+            lines.append(f"{'.'.join(('config',) + parent)}: unknown setting(s) {sorted(names)}; known: {known}")
+        raise ConfigError("\n".join(lines)) from None
 
 
 def load_config(path: Optional[str] = None, overrides: Optional[List[str]] = None) -> PipelineConfig:
@@ -296,5 +372,10 @@ def load_config(path: Optional[str] = None, overrides: Optional[List[str]] = Non
         keys = dotted.split(".")
         for key in keys[:-1]:
             node = node.setdefault(key, {})
-        node[keys[-1]] = yaml.safe_load(raw)  # so 3 is an int, true a bool
+            if not isinstance(node, dict):
+                raise ConfigError(f"override {item!r}: {key} is not a section")
+        try:
+            node[keys[-1]] = yaml.safe_load(raw)  # so 3 is an int, true a bool, [] a list
+        except yaml.YAMLError:  # e.g. */*.wav: * starts a YAML alias
+            node[keys[-1]] = raw
     return PipelineConfig.from_dict(values)
