@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import io
 import re
-from typing import Iterator
+from typing import Dict, Iterator, Tuple
 
 import numpy as np
 import soundfile
@@ -15,7 +15,7 @@ import soxr
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from components import features
+from components import audio_stats, features
 
 
 class AudioError(ValueError):
@@ -73,6 +73,17 @@ class AudioFile:
         """Mono float32 samples at 16 kHz of [start_s, end_s). Past the end of the data it
         raises (a truncated file), or with `pad` fills with zeros (a reference a few
         samples shorter than its noisy file)."""
+        return self._to_16k(self._read(start_s, end_s, pad), start_s, end_s)
+
+    def window_and_stats(self, start_s: float, end_s: float) -> Tuple[np.ndarray, Dict[str, float]]:
+        """`window`, and the audio statistics (`audio_stats.measure`) of those samples as
+        the file holds them: its own rate and channels."""
+        samples = self._read(start_s, end_s, pad=False)
+        mono = self._to_16k(samples, start_s, end_s)  # checks the samples are finite first
+        return mono, audio_stats.measure(samples, self.rate, samples.shape[1])
+
+    def _read(self, start_s: float, end_s: float, pad: bool) -> np.ndarray:
+        """[frames, channels] float32 samples of [start_s, end_s) at the file's rate."""
         start = int(round(start_s * self.rate))
         count = int(round(end_s * self.rate)) - start
         available = max(min(count, self.frames - start), 0)
@@ -88,6 +99,9 @@ class AudioFile:
         if samples.shape[0] < available and not pad:
             raise AudioError(f"the header declares {self.duration_s:.2f} s but the data ends at "
                              f"{(start + samples.shape[0]) / self.rate:.2f} s (truncated file)")
+        return samples
+
+    def _to_16k(self, samples: np.ndarray, start_s: float, end_s: float) -> np.ndarray:
         want = int(round((end_s - start_s) * features.SAMPLE_RATE))
         if samples.shape[0] == 0:
             return np.zeros(want, np.float32)

@@ -18,6 +18,14 @@ OFFSET_S = "offset_s"  # where the window starts in the recording
 SEGMENT_INDEX = "segment_index"  # the window's position among the recording's examples
 NOISE_KIND = "noise_kind"
 SNR_DB = "snr_db"
+# Audio statistics of the window as the file holds it (components/audio_stats.py).
+CLIPPING_RATIO = "clipping_ratio"  # fraction of samples at full scale
+RMS_DBFS = "rms_dbfs"  # level, dB relative to full scale
+DC_OFFSET = "dc_offset"  # mean sample value
+SILENCE_FRACTION = "silence_fraction"  # fraction of 10-ms frames under -60 dBFS
+SOURCE_SAMPLE_RATE = "source_sample_rate"  # the file's own rate, before conversion to 16 kHz
+SOURCE_CHANNELS = "source_channels"  # the file's channels, before the mono mix
+AUDIO_STATS = (CLIPPING_RATIO, RMS_DBFS, DC_OFFSET, SILENCE_FRACTION, SOURCE_SAMPLE_RATE, SOURCE_CHANNELS)
 
 # Optional raw features: absent from some examples.
 OPTIONAL_KEYS = (CLEAN_AUDIO, NOISE_KIND, SNR_DB)

@@ -1,17 +1,19 @@
 """`create_pipeline(...)`: the tfx-audio TFX pipeline, for every orchestrator.
 
-WavExampleGen -> StatisticsGen -> ImportSchemaGen -> ExampleValidator -> Transform
--> Trainer -> (latest blessed model Resolver) -> Evaluator -> Pusher.
+WavExampleGen -> StatisticsGen -> ImportSchemaGen -> ConfiguredSchema -> ExampleValidator
+-> AnomaliesGate -> Transform -> Trainer -> (latest blessed model Resolver) -> Evaluator -> Pusher.
 """
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
 from typing import List, Optional
 
 from ml_metadata.proto import metadata_store_pb2
 from tfx import v1 as tfx
 
-from components import features
+from components import features, schema
 from components.evaluator import make_eval_config
 from components.wav_example_gen import WavExampleGen
 from components.config import PipelineConfig
@@ -26,10 +28,24 @@ def _absolute(path: str) -> str:
     return path if "://" in path else os.path.abspath(path)
 
 
-def create_pipeline(config: PipelineConfig, pipeline_root: Optional[str] = None,
-                    metadata_connection_config: Optional[metadata_store_pb2.ConnectionConfig] = None,
-                    beam_pipeline_args: Optional[List[str]] = None) -> tfx.dsl.Pipeline:
-    """The pipeline for `config`; runners pass their own root, MLMD connection and Beam flags."""
+@dataclasses.dataclass
+class DataNodes:
+    """The data half of the pipeline: ingestion, statistics, schema, validation, gate."""
+    example_gen: tfx.dsl.components.base.base_component.BaseComponent
+    statistics_gen: tfx.components.StatisticsGen
+    schema_gen: tfx.components.ImportSchemaGen
+    configured_schema: tfx.dsl.components.base.base_component.BaseComponent
+    example_validator: tfx.components.ExampleValidator
+    anomalies_gate: tfx.dsl.components.base.base_component.BaseComponent
+
+    def components(self) -> list:
+        return [self.example_gen, self.statistics_gen, self.schema_gen, self.configured_schema,
+                self.example_validator, self.anomalies_gate]
+
+
+def validated_data(config: PipelineConfig) -> DataNodes:
+    """WavExampleGen -> StatisticsGen, ImportSchemaGen -> ConfiguredSchema -> ExampleValidator
+    -> AnomaliesGate: what Transform may run on."""
     data = config.data
     example_gen = WavExampleGen(
         input_base=_absolute(data.input_base),
@@ -39,27 +55,42 @@ def create_pipeline(config: PipelineConfig, pipeline_root: Optional[str] = None,
                     for name, buckets in data.split_buckets.items()],
             partition_feature_name=features.GROUP)),
         **dict(config.ingest_options(), noise_base=_absolute(data.noise_base) if data.noise_base else ""))
-
     statistics_gen = tfx.components.StatisticsGen(examples=example_gen.outputs["examples"])
     schema_gen = tfx.components.ImportSchemaGen(schema_file=os.path.join(REPO_ROOT, config.schema_file))
+    configured_schema = schema.ConfiguredSchema(  # the bounds that mirror settings, from the settings
+        curated=schema_gen.outputs["schema"], bounds_json=json.dumps(schema.bounds(config)))
     example_validator = tfx.components.ExampleValidator(
-        statistics=statistics_gen.outputs["statistics"], schema=schema_gen.outputs["schema"])
+        statistics=statistics_gen.outputs["statistics"], schema=configured_schema.outputs["schema"])
+    anomalies_gate = schema.AnomaliesGate(anomalies=example_validator.outputs["anomalies"],
+                                          on_anomalies=config.validation.on_anomalies)
+    return DataNodes(example_gen, statistics_gen, schema_gen, configured_schema, example_validator,
+                     anomalies_gate)
+
+
+def create_pipeline(config: PipelineConfig, pipeline_root: Optional[str] = None,
+                    metadata_connection_config: Optional[metadata_store_pb2.ConnectionConfig] = None,
+                    beam_pipeline_args: Optional[List[str]] = None) -> tfx.dsl.Pipeline:
+    """The pipeline for `config`; runners pass their own root, MLMD connection and Beam flags."""
+    data = config.data
+    nodes = validated_data(config)
+    example_gen, configured_schema = nodes.example_gen, nodes.configured_schema
 
     custom_config = {"config": config.to_dict()}  # rebuilt with PipelineConfig.from_dict
     transform = tfx.components.Transform(
         examples=example_gen.outputs["examples"],
-        schema=schema_gen.outputs["schema"],
+        schema=configured_schema.outputs["schema"],
         preprocessing_fn=PREPROCESSING_FN,
         splits_config=tfx.proto.SplitsConfig(analyze=["train"],
                                              transform=list(data.split_buckets)),
         custom_config=custom_config,
         disable_statistics=True)
+    transform.add_upstream_node(nodes.anomalies_gate)  # Transform runs on validated data only
 
     trainer = tfx.components.Trainer(
         run_fn=RUN_FN,
         examples=transform.outputs["transformed_examples"],
         transform_graph=transform.outputs["transform_graph"],
-        schema=schema_gen.outputs["schema"],
+        schema=configured_schema.outputs["schema"],
         train_args=tfx.proto.TrainArgs(splits=["train"]),
         eval_args=tfx.proto.EvalArgs(splits=["eval"]),
         custom_config=custom_config)
@@ -87,8 +118,7 @@ def create_pipeline(config: PipelineConfig, pipeline_root: Optional[str] = None,
     return tfx.dsl.Pipeline(
         pipeline_name=config.name,
         pipeline_root=pipeline_root or config.pipeline_root,
-        components=[example_gen, statistics_gen, schema_gen, example_validator, transform,
-                    trainer, model_resolver, evaluator, pusher],
+        components=nodes.components() + [transform, trainer, model_resolver, evaluator, pusher],
         enable_cache=config.enable_cache,
         metadata_connection_config=metadata_connection_config,
         beam_pipeline_args=beam_pipeline_args if beam_pipeline_args is not None else config.beam_args)

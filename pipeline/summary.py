@@ -16,7 +16,7 @@ from ml_metadata.metadata_store import metadata_store
 from ml_metadata.proto import metadata_store_pb2
 from tfx.orchestration import metadata
 
-from components import tfma_recording, tfma_snr
+from components import schema, tfma_recording, tfma_snr
 
 Event = metadata_store_pb2.Event
 _SLICE_COLUMNS = ("example_count", "sparse_categorical_accuracy", tfma_recording.RECORDING_ACCURACY,
@@ -42,6 +42,7 @@ class RunSummary:
     rejected_unknown: int  # rejected before their header was read
     metrics: Dict[str, float]  # overall-slice metrics of the Evaluator
     slice_metrics: Dict[str, Dict[str, float]]  # "feature=value" -> metrics of that slice
+    anomalies: Dict[str, List[str]]  # ExampleValidator's, {split: ["feature: description"]}
     failed_checks: List[str]  # the blessing checks the candidate failed, as "metric: reason"
     blessed: bool
     pushed: bool
@@ -60,6 +61,8 @@ class RunSummary:
                          + f" + rejected {s['seconds_rejected']:.1f}"
                          + (f" (and {self.rejected_unknown} rejected files of unknown length)"
                             if self.rejected_unknown else ""))
+        for split, found in sorted(self.anomalies.items()):
+            lines.append(f"  anomalies in {split}: " + "; ".join(found))
         lines.append("  examples per split: " + ", ".join(f"{k}={v}" for k, v in self.split_counts.items()))
         lines.append("  test metrics: " + ", ".join(f"{k}={v:.4f}" for k, v in sorted(self.metrics.items())))
         shown = [m for m in _SLICE_COLUMNS if any(m in v for v in self.slice_metrics.values())]
@@ -134,6 +137,10 @@ def latest_run(metadata_path: str, pipeline_name: str) -> RunSummary:
             path = os.path.join(stats[0].uri, f"Split-{split}", "FeatureStats.pb")
             if os.path.exists(path):
                 split_counts[split] = int(tfdv.load_stats_binary(path).datasets[0].num_examples)
+    anomalies: Dict[str, List[str]] = {}
+    for validated in artifacts.get("ExampleValidator", {}).get("anomalies", []):
+        names = json.loads(_prop(validated, "split_names") or "[]")
+        anomalies.update(schema.read_anomalies(validated.uri, names))
     metrics: Dict[str, float] = {}
     slice_metrics: Dict[str, Dict[str, float]] = {}
     failed_checks: List[str] = []
@@ -162,7 +169,7 @@ def latest_run(metadata_path: str, pipeline_name: str) -> RunSummary:
         seconds={key: float(_prop(examples[0], key) or 0.0) for key in _SECONDS} if examples else {},
         dropped_by_reason=json.loads(_prop(examples[0], "seconds_dropped_by_reason") or "{}") if examples else {},
         rejected_unknown=int(_prop(examples[0], "rejected_of_unknown_length") or 0) if examples else 0,
-        metrics=metrics, slice_metrics=slice_metrics, failed_checks=failed_checks,
+        anomalies=anomalies, metrics=metrics, slice_metrics=slice_metrics, failed_checks=failed_checks,
         blessed=bool(blessing and _prop(blessing[0], "blessed")),
         pushed=pushed,
         pushed_destination=str(_prop(pushed_model[0], "pushed_destination")) if pushed else None)

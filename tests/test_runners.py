@@ -23,7 +23,8 @@ def test_kubeflow_runner_compiles_every_component_into_one_image(tmp_path):
     compile_pipeline("pipeline/configs/kubeflow.yaml", [], "registry.example/tfx-audio:1", str(out))
     spec = json.loads(out.read_text())["pipelineSpec"]
     tasks = set(spec["root"]["dag"]["tasks"])
-    assert tasks == {"WavExampleGen", "StatisticsGen", "ImportSchemaGen", "ExampleValidator", "Transform",
+    assert tasks == {"WavExampleGen", "StatisticsGen", "ImportSchemaGen", "ConfiguredSchema",
+                     "ExampleValidator", "AnomaliesGate", "Transform",
                      "Trainer", "Evaluator", "Pusher",
                      # KFP v2 splits the resolver into one query per channel.
                      "latest_blessed_model_resolver-model-resolver",

@@ -9,11 +9,12 @@ import pytest
 import soundfile
 import tensorflow as tf
 from tfx import v1 as tfx
+from tfx.components.example_gen import utils as example_gen_utils
 from tfx.types import standard_artifacts, standard_component_specs
 from tfx.utils import proto_utils
 
 from components import audio_io, features
-from components.wav_example_gen import WavExampleGen
+from components.wav_example_gen import WavExampleGen, component
 from components.wav_example_gen import executor as wav_executor
 from components.wav_example_gen import segments
 from tests.audio_helpers import tone, write_wav
@@ -44,8 +45,8 @@ def _value(example, key):
     return getattr(feature, kind).value[0] if kind else None
 
 
-def _run_executor(input_base, output_dir, split_buckets=None, **options):
-    """Runs the component's real executor (with its Beam pipeline) like TFX does."""
+def _exec_properties(input_base, split_buckets=None, **options):
+    """The component's exec_properties as TFX hands them to its driver and executor."""
     component = WavExampleGen(
         input_base=str(input_base),
         output_config=tfx.proto.Output(split_config=tfx.proto.SplitConfig(
@@ -58,6 +59,12 @@ def _run_executor(input_base, output_dir, split_buckets=None, **options):
                 standard_component_specs.CUSTOM_CONFIG_KEY):
         if not isinstance(exec_properties[key], str):
             exec_properties[key] = proto_utils.proto_to_json(exec_properties[key])
+    return exec_properties
+
+
+def _run_executor(input_base, output_dir, split_buckets=None, **options):
+    """Runs the component's real executor (with its Beam pipeline) like TFX does."""
+    exec_properties = _exec_properties(input_base, split_buckets, **options)
     examples = standard_artifacts.Examples()
     examples.uri = str(output_dir)
     wav_executor.Executor().Do({}, {standard_component_specs.EXAMPLES_KEY: [examples]}, exec_properties)
@@ -143,6 +150,10 @@ def test_examples_carry_16k_mono_pcm16_audio_and_metadata(mixed_folder, tmp_path
     assert _value(stereo, features.LABEL) == b"yes"  # from its folder
     assert _value(stereo, features.GROUP) == b"yes/stereo_44k.wav"  # no group known: its own
     assert _value(stereo, features.CLEAN_AUDIO) is None
+    # audio statistics of the file as it is (44.1 kHz stereo), not of its 16 kHz mono copy
+    assert (_value(stereo, features.SOURCE_SAMPLE_RATE), _value(stereo, features.SOURCE_CHANNELS)) == (44100, 2)
+    assert _value(stereo, features.RMS_DBFS) == pytest.approx(20 * np.log10(0.3 / np.sqrt(2)), abs=0.05)
+    assert _value(stereo, features.CLIPPING_RATIO) == 0.0 and _value(stereo, features.SILENCE_FRACTION) == 0.0
 
     noisy = by_source["no/b_noisy.wav"]
     assert _value(noisy, features.GROUP) == b"spk-b"
@@ -236,7 +247,7 @@ def test_paired_layout_reads_noisy_with_clean_references_and_measures_the_input_
             write_wav(base / "noisy" / label / f"u{k}.wav", clean + noise)
     write_wav(base / "noisy" / "yes" / "orphan.wav", tone(0.5, 500))  # no clean counterpart
     examples = _run_executor(base, tmp_path / "out", file_pattern="noisy/*/*.wav",
-                             layout="paired", max_reject_fraction=0.5)
+                             layout="paired", max_reject_fraction=0.5, group_regex=r"/(u[0-9])\.wav$")
     got = [e for split in _read_examples(examples.uri).values() for e in split]
     assert sorted(_value(e, features.SOURCE).decode() for e in got) == [
         "noisy/no/u0.wav", "noisy/no/u1.wav", "noisy/yes/u0.wav", "noisy/yes/u1.wav"]
@@ -250,6 +261,52 @@ def test_paired_layout_reads_noisy_with_clean_references_and_measures_the_input_
     _, rejects = wav_executor.read_report(os.path.join(examples.uri, "ingest_report"))
     assert rejects == [{"source": "noisy/yes/orphan.wav", "seconds": 0.5,
                         "reason": "paired layout: no clean reference clean/yes/orphan.wav"}]
+
+
+def test_paired_layout_keeps_each_speaker_in_one_split_or_refuses_without_groups(tmp_path):
+    """VoiceBank-DEMAND names (p232_001.wav): many pairs per speaker. Without a group the
+    pairs of one speaker would be hashed into several splits."""
+    base = tmp_path / "paired"
+    for speaker in range(8):
+        for k in range(3):
+            clean = tone(0.3, 200 + 40 * speaker + 7 * k)
+            write_wav(base / "clean" / "yes" / f"p{speaker}_{k:03d}.wav", clean)
+            write_wav(base / "noisy" / "yes" / f"p{speaker}_{k:03d}.wav", clean + 0.01)
+    options = dict(file_pattern="noisy/*/*.wav", layout="paired", max_reject_fraction=1.0)
+    with pytest.raises(ValueError, match=r"no usable audio"):
+        _run_executor(base, tmp_path / "none", **options)
+    _, rejects = wav_executor.read_report(str(tmp_path / "none" / "ingest_report"))
+    assert len(rejects) == 24 and all("no speaker group" in r["reason"] for r in rejects)
+
+    examples = _run_executor(base, tmp_path / "out", group_regex=r"(p[0-9]+)_", **options)
+    split_of = {}
+    for split, got in _read_examples(examples.uri).items():
+        for example in got:
+            speaker = _value(example, features.GROUP).decode()
+            assert _value(example, features.SOURCE).decode().startswith(f"noisy/yes/{speaker}_")
+            split_of.setdefault(speaker, set()).add(split)
+    assert len(split_of) == 8 and all(len(splits) == 1 for splits in split_of.values())
+    assert len({s for splits in split_of.values() for s in splits}) == 2  # both splits used
+
+    with pytest.raises(ValueError, match=r"data.group_regex"):
+        _run_executor(base, tmp_path / "bad", group_regex="(p[0-9]+", **options)
+
+
+def test_the_cache_fingerprint_covers_metadata_and_segments_files(mixed_folder):
+    """TFX fingerprints the globbed audio only; an edited label must not reuse a cached run."""
+    def fingerprint():
+        properties = component.Driver(None).resolve_exec_properties(
+            _exec_properties(mixed_folder), None, None)
+        return properties[example_gen_utils.FINGERPRINT_PROPERTY_NAME]
+
+    before = fingerprint()
+    assert fingerprint() == before  # nothing changed, same key: the cache works
+    metadata = mixed_folder / "metadata.csv"
+    metadata.write_text(metadata.read_text().replace("spk-c", "spk-d"))  # same size, new content
+    after_metadata = fingerprint()
+    assert after_metadata != before
+    (mixed_folder / "segments.csv").write_text("file_name,start_s,end_s,label\nyes/a.wav,0,0.5,yes\n")
+    assert fingerprint() != after_metadata
 
 
 def test_paths_leaving_input_base_are_rejected_not_read(tmp_path):

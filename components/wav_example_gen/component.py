@@ -1,19 +1,47 @@
 """The WAV ExampleGen component: TFX's FileBasedExampleGen with a Beam WAV executor.
 
 FileBasedExampleGen brings the file-fingerprinting driver (span, version, cache
-key) and the split/partition machinery; `BeamExecutorSpec` makes the pipeline's
+key; ours adds metadata.csv and segments.csv to the fingerprint) and the
+split/partition machinery; `BeamExecutorSpec` makes the pipeline's
 `beam_pipeline_args` reach the executor, so DirectRunner, Dataflow, Flink or
 Spark is chosen by Beam's own flags.
 """
+import hashlib
+import os
 from typing import Any, Optional
 
 from google.protobuf import struct_pb2
 from tfx import v1 as tfx
+from tfx.components.example_gen import driver
+from tfx.components.example_gen import utils as example_gen_utils
 from tfx.components.example_gen.component import FileBasedExampleGen
 from tfx.dsl.components.base import executor_spec
+from tfx.dsl.io import fileio
+from tfx.types import standard_component_specs
 
 from components.config import INGEST_OPTIONS, DataConfig
 from components.wav_example_gen import executor
+
+
+class Driver(driver.FileBasedDriver):
+    """TFX's file-based driver, whose input fingerprint (the cache key of the ExampleGen's
+    run) also covers metadata.csv and segments.csv: TFX fingerprints only the files of
+    the split pattern, so an edited label would otherwise reuse a cached, stale run."""
+
+    def resolve_exec_properties(self, exec_properties, pipeline_info, component_info):
+        exec_properties = super().resolve_exec_properties(exec_properties, pipeline_info, component_info)
+        input_base = exec_properties[standard_component_specs.INPUT_BASE_KEY]
+        options = executor.ingest_options(exec_properties)
+        lines = [exec_properties[example_gen_utils.FINGERPRINT_PROPERTY_NAME]]
+        for key in ("metadata_file", "segments_file"):
+            path = os.path.join(input_base, options[key])
+            digest = "absent"
+            if fileio.exists(path):  # small text files: their content, not their mtime
+                with fileio.open(path, "rb") as f:
+                    digest = hashlib.sha256(f.read()).hexdigest()
+            lines.append(f"{options[key]}: sha256 {digest}")
+        exec_properties[example_gen_utils.FINGERPRINT_PROPERTY_NAME] = "\n".join(lines)
+        return exec_properties
 
 
 class WavExampleGen(FileBasedExampleGen):
@@ -23,6 +51,7 @@ class WavExampleGen(FileBasedExampleGen):
     ones not given keep DataConfig's defaults."""
 
     EXECUTOR_SPEC = executor_spec.BeamExecutorSpec(executor.Executor)
+    DRIVER_CLASS = Driver
 
     def __init__(self, input_base: str, file_pattern: str = DataConfig.file_pattern,
                  output_config: Optional[tfx.proto.Output] = None, **options: Any):

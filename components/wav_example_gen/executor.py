@@ -20,6 +20,7 @@ import csv
 import io
 import json
 import os
+import re
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 import apache_beam as beam
@@ -57,7 +58,7 @@ _VAD_FRAME = 480  # 30 ms at 16 kHz, a frame size webrtcvad takes
 _CLEAN_SLACK_S = 0.05  # a clean reference may be this much shorter or longer (codec padding); zeros past its end
 
 
-def _options(exec_properties: Dict[str, Any]) -> Dict[str, Any]:
+def ingest_options(exec_properties: Dict[str, Any]) -> Dict[str, Any]:
     """The component's options, packed as a Struct in example_gen_pb2.CustomConfig."""
     options: Dict[str, Any] = {}
     raw = exec_properties.get(standard_component_specs.CUSTOM_CONFIG_KEY)
@@ -183,6 +184,11 @@ class _ToExamples(beam.DoFn):
             raise ValueError(f"data.layout {options['layout']!r}: expected one of {LAYOUTS}")
         if options["segmentation"] not in SEGMENTATIONS:
             raise ValueError(f"data.segmentation {options['segmentation']!r}: expected one of {SEGMENTATIONS}")
+        if options["group_regex"]:
+            try:
+                re.compile(options["group_regex"])
+            except re.error as e:
+                raise ValueError(f"data.group_regex {options['group_regex']!r} is not a regular expression: {e}")
         self._input_base = input_base
         self._options = options
         self._rejected = beam.metrics.Metrics.counter("wav_example_gen", "rejected")
@@ -228,6 +234,24 @@ class _ToExamples(beam.DoFn):
             if not FileSystems.exists(self._path(clean_name)):
                 raise audio_io.AudioError(f"paired layout: no clean reference {clean_name}")
         return folders, clean_name
+
+    def _group(self, source: str, meta: Dict[str, str], clean_name: str) -> str:
+        """The split key: metadata.csv's group, else the first capture of data.group_regex on
+        the file name, else (folders layout only) the recording itself."""
+        if meta.get("group"):
+            return meta["group"]
+        pattern = self._options["group_regex"]
+        if pattern:
+            found = re.search(pattern, source)
+            if not found:
+                raise audio_io.AudioError(f"its name does not match data.group_regex {pattern!r} and "
+                                          f"metadata.csv gives it no group")
+            return found.group(1) if found.groups() else found.group(0)
+        if self._options["layout"] == "paired":  # many pairs per speaker: one group each would leak
+            raise audio_io.AudioError(
+                "paired layout: no speaker group; give a group column in metadata.csv or data.group_regex "
+                "(VoiceBank-DEMAND: '(p[0-9]+)_'), else a speaker's recordings land in several splits")
+        return clean_name or source
 
     def _plan(self, audio: audio_io.AudioFile, label: str, spans, speech_source) -> segments.Plan:
         o = self._options
@@ -278,19 +302,19 @@ class _ToExamples(beam.DoFn):
         if not plan.windows:
             raise audio_io.AudioError("no example in it: " + ", ".join(
                 f"{s:.2f} s {reason}" for reason, s in sorted(plan.dropped_s.items())))
-        group = meta.get("group") or clean_name or source
+        group = self._group(source, meta, clean_name)
         whole = len(plan.windows) == 1 and plan.windows[0].duration_s >= audio.duration_s - 1e-6
         written: List[segments.Interval] = []
         silent: List[segments.Interval] = []
         failure = ""
         try:
             for window in plan.windows:
-                noisy_audio = audio.window(window.start_s, window.end_s)
+                noisy_audio, stats = audio.window_and_stats(window.start_s, window.end_s)
                 if not np.any(noisy_audio):  # all-zero samples: nothing to learn or to denoise
                     silent.append((window.start_s, window.end_s))
                     continue
                 reference = clean.window(window.start_s, window.end_s, pad=True) if clean is not None else None
-                yield self._example(source, meta, group, window, noisy_audio, reference, whole)
+                yield self._example(source, meta, group, window, noisy_audio, reference, whole, stats)
                 written.append((window.start_s, window.end_s))
         except audio_io.AudioError as e:  # a file truncated after some windows: keep those
             if not written:
@@ -308,8 +332,10 @@ class _ToExamples(beam.DoFn):
         yield beam.pvalue.TaggedOutput(SECONDS_TAG, {
             "seconds_in": audio.duration_s, "seconds_in_examples": covered, "dropped": dropped})
 
-    def _example(self, source, meta, group, window: segments.Window, noisy, clean, whole) -> tf.train.Example:
-        feats = {
+    def _example(self, source, meta, group, window: segments.Window, noisy, clean, whole,
+                 stats: Dict[str, float]) -> tf.train.Example:
+        feats = {key: _feature(value) for key, value in stats.items()}
+        feats.update({
             features.AUDIO: _feature(audio_io.encode_pcm16_wav(noisy)),
             features.LABEL: _feature(window.label.encode()),
             features.GROUP: _feature(group.encode()),
@@ -317,7 +343,7 @@ class _ToExamples(beam.DoFn):
             features.DURATION_S: _feature(len(noisy) / features.SAMPLE_RATE),
             features.OFFSET_S: _feature(window.start_s),
             features.SEGMENT_INDEX: _feature(window.index),
-        }
+        })
         if clean is not None:
             feats[features.CLEAN_AUDIO] = _feature(audio_io.encode_pcm16_wav(clean))
         if meta.get("noise_kind"):
@@ -377,7 +403,7 @@ def _WavToExample(pipeline: beam.Pipeline, exec_properties: Dict[str, Any],
                   split_pattern: str) -> beam.pvalue.PCollection:
     """Reads input_base/split_pattern (with metadata.csv and segments.csv) into tf.Examples."""
     input_base = exec_properties[standard_component_specs.INPUT_BASE_KEY]
-    options = _options(exec_properties)
+    options = ingest_options(exec_properties)
     files = (
         pipeline
         | "MatchFiles" >> fileio.MatchFiles(os.path.join(input_base, split_pattern),
@@ -508,7 +534,7 @@ class Executor(BaseExampleGenExecutor):
         if windows == 0:
             raise ValueError(f"WAV ExampleGen: no usable audio under {input_base} "
                              f"({len(rejects)} rejected, see {report_dir}/{REJECTS_FILE})")
-        limit = float(_options(exec_properties)["max_reject_fraction"])
+        limit = float(ingest_options(exec_properties)["max_reject_fraction"])
         if len(rejects) > limit * total:
             shown = "; ".join(f"{r['source']}: {r['reason']}" for r in rejects[:5])
             raise ValueError(

@@ -18,7 +18,7 @@ import tensorflow as tf
 from absl import logging
 from apache_beam.io.filesystems import FileSystems
 
-from components import audio_io, features, mixing
+from components import audio_io, audio_stats, features, mixing
 
 
 def load_noise(noise_base: str) -> Dict[str, List[np.ndarray]]:
@@ -85,4 +85,9 @@ class AddNoisyCopies(beam.DoFn):
             out[features.NOISE_KIND].bytes_list.value[:] = [kind.encode()]
             out[features.SNR_DB].float_list.value[:] = [snr]
             out[features.SOURCE].bytes_list.value[:] = [f"{source}#noisy{k}".encode()]
+            # The mixture's own level, clipping and silence (at 16 kHz, mono); the source's
+            # rate and channels stay the source's.
+            for key, value in audio_stats.measure(noisy, features.SAMPLE_RATE, 1).items():
+                if key not in (features.SOURCE_SAMPLE_RATE, features.SOURCE_CHANNELS):
+                    out[key].float_list.value[:] = [value]
             yield copy
