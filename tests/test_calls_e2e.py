@@ -55,7 +55,8 @@ def test_calls_demo_runs_end_to_end_and_serves_whole_recordings(calls, tmp_path)
     test_calls = {_value(e, features.SOURCE) for e in splits["test"]}
     assert run.metrics[tfma_recording.RECORDING_COUNT] == len(test_calls)
     assert 0.0 <= run.metrics[tfma_recording.RECORDING_ACCURACY] <= 1.0
-    assert np.isfinite(run.metrics[tfma_snr.SI_SNR_IMPROVEMENT])
+    # The denoiser works on calls: 4.1 dB measured on this data (2026-11-30); half of it at least.
+    assert run.metrics[tfma_snr.SI_SNR_IMPROVEMENT] >= 2.0, run.text()
     assert run.blessed and run.pushed
 
     # The pushed model over a whole test call: windows every hop, an aggregate label;
