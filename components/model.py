@@ -5,9 +5,10 @@ features it needs (`input_keys`) and returns {LOGITS} or, with the denoiser on,
 {LOGITS, OUT_ENHANCED}: the classifier then consumes the enhanced audio.
 Backbones, picked by `trainer.backbone`:
 
-- `wav2vec2`: transformers' TFWav2Vec2ForSequenceClassification (masked mean
-  pooling over valid frames, projector, classifier), from a local save_pretrained
-  directory, a hub id, or a config.
+- `wav2vec2`: transformers' TFWav2Vec2ForSequenceClassification (projector, mean
+  pooling, classifier; the attention mask and pooling over valid frames only for
+  layer-norm feature encoders), from a local save_pretrained directory, a hub id,
+  or a config.
 - `logmel_cnn`: a small CNN on normalized log-mel features, for CPU-only runs.
 """
 from __future__ import annotations
@@ -64,9 +65,15 @@ class Wav2Vec2Classifier(keras.Model):
 
     def call(self, inputs: Dict[str, tf.Tensor], training: bool = False) -> tf.Tensor:
         waveform = inputs[features.WAVEFORM]
-        # Valid samples get attention and are pooled; the zero padding is masked out.
         mask = tf.sequence_mask(inputs[features.NUM_SAMPLES], tf.shape(waveform)[1], dtype=tf.int32)
-        return self.hf_model(waveform, attention_mask=mask, training=training).logits
+        waveform = waveform * tf.cast(mask, waveform.dtype)  # zero padding, whatever the caller sent
+        # As transformers documents for Wav2Vec2: only feature encoders with layer norm
+        # (feat_extract_norm="layer", e.g. wav2vec2-large-lv60) were trained with an
+        # attention_mask (padding unattended, pooled over valid frames). Group-norm ones
+        # (wav2vec2-base) were not: they take the zero-padded batch and no mask.
+        if self.hf_model.config.feat_extract_norm == "layer":
+            return self.hf_model(waveform, attention_mask=mask, training=training).logits
+        return self.hf_model(waveform, training=training).logits
 
 
 def _wav2vec2(cfg: Wav2Vec2Config, num_classes: int, num_samples: int) -> Wav2Vec2Classifier:

@@ -1,10 +1,10 @@
 """Trainer module: TFX's Trainer calls `run_fn`, which runs the hand-written loop.
 
-Reads the Transform output through `fn_args.data_accessor` (shuffle, cache,
-parallel SpecAugment map, prefetch), trains with the compiled step of
+Reads the Transform output through `fn_args.data_accessor` (cache, seeded
+shuffle and SpecAugment per epoch, prefetch), trains with the compiled step of
 `training_loop`, checkpoints every N steps into `model_run_dir` (a rerun resumes
-from the last checkpoint), writes TensorBoard scalars there, and exports a
-float32 SavedModel (see `export`).
+from the last checkpoint, its data stream where the interrupted run's stood),
+writes TensorBoard scalars there, and exports a float32 SavedModel (see `export`).
 """
 from __future__ import annotations
 
@@ -23,18 +23,23 @@ from components import features, training_loop
 from components.export import export_saved_model
 from components.denoiser import si_snr
 from components.model import build_model, input_keys
-from components.transform import spec_augment
 from components.config import PipelineConfig, TrainerConfig
+from components.transform import spec_augment
 
 
 def make_dataset(file_pattern, data_accessor, tf_transform_output: tft.TFTransformOutput,
-                 batch_size: int, cfg: TrainerConfig, training: bool) -> tf.data.Dataset:
+                 batch_size: int, cfg: TrainerConfig, training: bool, start_step: int = 0,
+                 num_examples: int | None = None) -> tf.data.Dataset:
     """(features dict, targets dict) batches; SpecAugment (log-mel) on the training stream only.
     Targets: LABEL_ID, plus CLEAN_WAVEFORM and HAS_CLEAN when the denoiser is on.
 
-    The training stream repeats forever and is read through one iterator for the
-    whole run: a fresh iterator per epoch would restart the random ops' state under
-    a global seed and draw the same masks every epoch."""
+    The training stream repeats forever, its batches running across epoch boundaries,
+    and is a function of `cfg.seed` (and the global seed, which run_fn sets to it)
+    alone: epoch e is shuffled with a seed drawn from (seed, e), and the i-th example
+    of epoch e gets SpecAugment masks drawn from (seed, e, i). `start_step` (a resumed
+    run's optimizer step) starts it at the batch an uninterrupted run reads at that
+    step: same order, same masks. `num_examples`, the examples per epoch, places that
+    batch (counted here when not given)."""
     keys = input_keys(cfg)
     targets = (features.LABEL_ID,) + ((features.CLEAN_WAVEFORM, features.HAS_CLEAN) if cfg.denoiser.enabled else ())
     ds = data_accessor.tf_dataset_factory(
@@ -45,11 +50,37 @@ def make_dataset(file_pattern, data_accessor, tf_transform_output: tft.TFTransfo
                            {k: tf.reshape(f[k], [-1]) if k != features.CLEAN_WAVEFORM else f[k] for k in targets}))
     ds = ds.unbatch().cache()
     if training:
-        ds = ds.shuffle(cfg.shuffle_buffer, seed=cfg.seed, reshuffle_each_iteration=True).repeat()
-        if cfg.spec_augment.enabled and features.LOG_MEL in keys:
-            ds = ds.map(lambda x, y: ({**x, features.LOG_MEL: spec_augment(x[features.LOG_MEL], cfg.spec_augment)}, y),
-                        num_parallel_calls=tf.data.AUTOTUNE)
+        if start_step and num_examples is None:
+            num_examples = int(ds.reduce(0, lambda n, _: n + 1))
+        first_epoch, offset = divmod(start_step * batch_size, num_examples) if start_step else (0, 0)
+        if start_step:
+            logging.info("Training data resumes at step %d: epoch %d, example %d of %d",
+                         start_step, first_epoch, offset, num_examples)
+        ds = _training_stream(ds, cfg, features.LOG_MEL in keys, first_epoch, offset)
     return ds.batch(batch_size).prefetch(tf.data.AUTOTUNE)
+
+
+def _training_stream(ds: tf.data.Dataset, cfg: TrainerConfig, log_mel: bool, first_epoch: int,
+                     offset: int) -> tf.data.Dataset:
+    """The examples of `ds` (one epoch), epoch after epoch from `first_epoch`, its first
+    `offset` examples skipped; each epoch shuffled, SpecAugment on LOG_MEL if enabled."""
+    seed = tf.constant(cfg.seed, tf.int64)
+
+    def epoch(e):
+        shuffle_seed = tf.random.stateless_uniform([], tf.stack([seed, e]), 0, 2 ** 31 - 1, tf.int64)
+        shuffled = ds.shuffle(cfg.shuffle_buffer, seed=shuffle_seed, reshuffle_each_iteration=False)
+        return shuffled.enumerate().map(lambda i, xy: (e, i, xy))
+
+    stream = tf.data.Dataset.range(first_epoch, 2 ** 62).flat_map(epoch).skip(offset)
+    if not (cfg.spec_augment.enabled and log_mel):
+        return stream.map(lambda e, i, xy: xy)
+
+    def augment(e, i, xy):
+        x, y = xy
+        example_seed = tf.random.experimental.stateless_fold_in(tf.stack([seed, e]), i)
+        return {**x, features.LOG_MEL: spec_augment(x[features.LOG_MEL], cfg.spec_augment, example_seed)}, y
+
+    return stream.map(augment, num_parallel_calls=tf.data.AUTOTUNE)
 
 
 def _make_evaluate(model: keras.Model):
@@ -106,8 +137,6 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
     strategy = training_loop.make_strategy()
     global_batch = tcfg.batch_size * tcfg.grad_accum_steps * strategy.num_replicas_in_sync
     tf_transform_output = tft.TFTransformOutput(fn_args.transform_output)
-    train_ds = make_dataset(fn_args.train_files, fn_args.data_accessor, tf_transform_output,
-                            global_batch, tcfg, training=True)
     eval_ds = make_dataset(fn_args.eval_files, fn_args.data_accessor, tf_transform_output,
                            tcfg.batch_size, tcfg, training=False)
     train_examples = int(make_dataset(fn_args.train_files, fn_args.data_accessor, tf_transform_output,
@@ -125,9 +154,6 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
             model = build()
             optimizer = training_loop.build_optimizer(tcfg, total_steps)
             optimizer.build(model.trainable_variables)
-        dist_ds = strategy.experimental_distribute_dataset(train_ds)
-        train_step = training_loop.make_train_step(model, optimizer, strategy, dist_ds.element_spec,
-                                                   tcfg.batch_size, tcfg.grad_accum_steps, tcfg)
         checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer)
         manager = tf.train.CheckpointManager(checkpoint, os.path.join(fn_args.model_run_dir, "checkpoints"),
                                              max_to_keep=2)
@@ -135,6 +161,13 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
             checkpoint.restore(manager.latest_checkpoint).assert_existing_objects_matched()
             logging.info("Resumed from %s at step %d of %d", manager.latest_checkpoint,
                          _number(optimizer.iterations, int), total_steps)
+        # The data stream starts where the restored step left it (step 0 on a fresh run).
+        train_ds = make_dataset(fn_args.train_files, fn_args.data_accessor, tf_transform_output, global_batch,
+                                tcfg, training=True, start_step=_number(optimizer.iterations, int),
+                                num_examples=train_examples)
+        dist_ds = strategy.experimental_distribute_dataset(train_ds)
+        train_step = training_loop.make_train_step(model, optimizer, strategy, dist_ds.element_spec,
+                                                   tcfg.batch_size, tcfg.grad_accum_steps, tcfg)
         _train(model, optimizer, train_step, dist_ds, eval_ds, manager, fn_args.model_run_dir,
                tcfg, steps_per_epoch, total_steps, f"{precision}, {strategy.num_replicas_in_sync} replica(s)")
         if precision != "float32":
@@ -153,7 +186,7 @@ def _train(model, optimizer, train_step, dist_ds, eval_ds, manager, log_dir, tcf
                  sum(int(tf.size(v)) for v in model.trainable_variables))
     evaluate = _make_evaluate(model)
     step = _number(optimizer.iterations, int)
-    batches = iter(dist_ds)  # one iterator for the whole run (see make_dataset)
+    batches = iter(dist_ds)  # one iterator for the whole run: its batches cross epoch boundaries
     while step < total_steps:
         epoch = step // steps_per_epoch
         start, seen = time.time(), 0.0

@@ -3,11 +3,12 @@ one compiled step.
 
 The step is one `tf.function` with a fixed `input_signature`, so it is traced
 once per run. It runs `grad_accum_steps` micro-batches inside itself (a
-`tf.while_loop`), then makes one optimizer step. The optimizer is always a
-dynamic `LossScaleOptimizer` around AdamW: it unscales, all-reduces across
-replicas, skips (and lowers the scale on) any step whose gradients are not
-finite, and the inner AdamW clips the unscaled gradients by global norm.
-In float32 the scaling is numerically a no-op; the finite-check and skip remain.
+`tf.while_loop`), then makes one optimizer step: the unscaled gradients are
+summed across replicas (the step's all-reduce), their global norm is logged as
+`grad_norm` and they are clipped to `clip_norm` by it, then applied. The optimizer
+is always a dynamic `LossScaleOptimizer` around AdamW: it skips (and lowers the
+scale on) any step whose gradients are not finite. In float32 the scaling is
+numerically a no-op; the finite-check and skip remain.
 """
 from __future__ import annotations
 
@@ -50,9 +51,10 @@ def learning_rate_schedule(cfg: TrainerConfig, total_steps: int) -> WarmUp:
 
 
 def build_optimizer(cfg: TrainerConfig, total_steps: int) -> keras.mixed_precision.LossScaleOptimizer:
-    """AdamW (no decay on biases and norms, global-norm clipping) in a dynamic LossScaleOptimizer."""
+    """AdamW (no decay on biases and norms) in a dynamic LossScaleOptimizer. It does not
+    clip: the training step clips the all-reduced gradients (`make_train_step`)."""
     adamw = keras.optimizers.AdamW(learning_rate=learning_rate_schedule(cfg, total_steps),
-                                   weight_decay=cfg.weight_decay, global_clipnorm=cfg.clip_norm)
+                                   weight_decay=cfg.weight_decay)
     adamw.exclude_from_weight_decay(var_names=_NO_DECAY)
     return keras.mixed_precision.LossScaleOptimizer(adamw, dynamic=True)
 
@@ -96,13 +98,23 @@ def make_loss(cfg: TrainerConfig):
     return loss_fn
 
 
+def _all_reduce_sum(grads):
+    """Sums the gradients over the replicas (None, a variable without a gradient, stays None)."""
+    present = [g for g in grads if g is not None]
+    summed = iter(tf.distribute.get_replica_context().all_reduce(tf.distribute.ReduceOp.SUM, present)
+                  if present else [])
+    return [None if g is None else next(summed) for g in grads]
+
+
 def make_train_step(model: keras.Model, optimizer: keras.mixed_precision.LossScaleOptimizer,
                     strategy: tf.distribute.Strategy, element_spec, micro_batch: int,
                     grad_accum_steps: int, cfg: TrainerConfig | None = None) -> Callable[..., Dict[str, tf.Tensor]]:
     """The compiled step: (features dict, targets) of up to micro_batch * grad_accum_steps
-    examples per replica -> summed loss/accuracy/SI-SNR statistics for logging.
-    `cfg` picks the objective (default: classification)."""
-    loss_fn = make_loss(cfg or TrainerConfig())
+    examples per replica -> summed loss/accuracy/SI-SNR statistics for logging, and
+    `grad_norm`, the global norm of the gradient of the global batch (all-reduced,
+    before clipping). `cfg` picks the objective and `clip_norm` (default: TrainerConfig's)."""
+    cfg = cfg or TrainerConfig()
+    loss_fn = make_loss(cfg)
 
     def micro_step(x, y, global_count, global_clean_count):
         variables = model.trainable_variables
@@ -134,14 +146,18 @@ def make_train_step(model: keras.Model, optimizer: keras.mixed_precision.LossSca
                 loss += part_loss
                 stats = {k: v + part_stats[k] for k, v in stats.items()}
                 grads = [g if p is None else g + p for g, p in zip(grads, part_grads)]
-        grad_norm = tf.linalg.global_norm(grads)
-        optimizer.apply_gradients(zip(grads, model.trainable_variables))
-        return {"loss": loss, "count": tf.cast(count, tf.float32),
-                "grad_norm": grad_norm / strategy.num_replicas_in_sync, **stats}
+        grads = _all_reduce_sum(grads)  # the global batch's gradient, the same on every replica
+        # A non-finite norm makes every gradient NaN: the optimizer skips the step.
+        grads, grad_norm = tf.clip_by_global_norm(grads, cfg.clip_norm)
+        # Already summed: the optimizer must not all-reduce them again.
+        optimizer.apply_gradients(zip(grads, model.trainable_variables), skip_gradients_aggregation=True)
+        return {"loss": loss, "count": tf.cast(count, tf.float32), "grad_norm": grad_norm, **stats}
 
     @tf.function(input_signature=[element_spec])
     def train_step(batch):
         per_replica = strategy.run(replica_step, args=batch)
-        return {k: strategy.reduce(tf.distribute.ReduceOp.SUM, v, axis=None) for k, v in per_replica.items()}
+        # Sums over replicas, but grad_norm: every replica holds the same one.
+        return {k: strategy.reduce(tf.distribute.ReduceOp.MEAN if k == "grad_norm" else tf.distribute.ReduceOp.SUM,
+                                   v, axis=None) for k, v in per_replica.items()}
 
     return train_step

@@ -141,25 +141,34 @@ def preprocessing_fn(inputs: Dict[str, Any], custom_config: Dict[str, Any] | Non
     return outputs
 
 
-def spec_augment(mel: tf.Tensor, cfg: SpecAugmentConfig) -> tf.Tensor:
+def spec_augment(mel: tf.Tensor, cfg: SpecAugmentConfig, seed: tf.Tensor | None = None) -> tf.Tensor:
     """SpecAugment time and frequency masking of one [frames, bins] example.
 
-    Draws fresh masks on every call, so a dataset map gives new masks per example
-    per epoch. Masked cells are set to 0, the normalized features' mean.
+    The masks are stateless draws from `seed` (shape [2]): the same seed, the same masks
+    (the Trainer seeds each example by (seed, epoch, index), so a resumed run draws what
+    the uninterrupted one drew). Without a seed, one is drawn afresh on every call.
+    Masked cells are set to 0, the normalized features' mean.
     """
     cfg = cfg.resolved()
+    if seed is None:
+        seed = tf.random.uniform([2], 0, tf.int64.max, dtype=tf.int64)
     frames, bins = tf.shape(mel)[0], tf.shape(mel)[1]
+    seeds = iter(tf.unstack(tf.random.experimental.stateless_split(seed, 2 * (cfg.freq_masks + cfg.time_masks))))
+
+    def draw(maxval):  # an integer in [0, maxval)
+        return tf.random.stateless_uniform([], next(seeds), 0, maxval, tf.int32)
+
     keep = tf.ones_like(mel, dtype=tf.bool)
     for _ in range(cfg.freq_masks):
-        width = tf.random.uniform([], 0, cfg.freq_mask_width + 1, dtype=tf.int32)
-        start = tf.random.uniform([], 0, tf.maximum(bins - width, 0) + 1, dtype=tf.int32)
+        width = draw(cfg.freq_mask_width + 1)
+        start = draw(tf.maximum(bins - width, 0) + 1)
         cols = tf.range(bins)
         keep &= ~((cols >= start) & (cols < start + width))[tf.newaxis, :]
     max_time = tf.minimum(cfg.time_mask_width,
                           tf.cast(cfg.time_mask_max_ratio * tf.cast(frames, tf.float32), tf.int32))
     for _ in range(cfg.time_masks):
-        width = tf.random.uniform([], 0, max_time + 1, dtype=tf.int32)
-        start = tf.random.uniform([], 0, tf.maximum(frames - width, 0) + 1, dtype=tf.int32)
+        width = draw(max_time + 1)
+        start = draw(tf.maximum(frames - width, 0) + 1)
         rows = tf.range(frames)
         keep &= ~((rows >= start) & (rows < start + width))[:, tf.newaxis]
     return tf.where(keep, mel, tf.zeros_like(mel))

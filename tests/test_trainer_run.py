@@ -1,6 +1,7 @@
 """`run_fn` as TFX's Trainer executor calls it: TensorBoard scalars, SpecAugment on
-the training stream only, crash and resume from checkpoints, and the exported
-SavedModel's three signatures called from a fresh process."""
+the training stream only, crash and resume from checkpoints (the data stream
+continuing where it stood), and the exported SavedModel's three signatures called
+from a fresh process."""
 import dataclasses
 import json
 import os
@@ -136,6 +137,44 @@ def test_spec_augment_masks_training_batches_with_fresh_masks_each_epoch_and_nev
     assert _mask_widths(epoch1) != _mask_widths(epoch2)  # new masks drawn in the second epoch
 
 
+def _stream(fn_args, tto, cfg, batch_size, steps, start_step=0):
+    """The examples (log-mel, label) of the first `steps` training batches of a run starting at `start_step`."""
+    tf.random.set_seed(cfg.seed)  # as run_fn does
+    ds = trainer.make_dataset(fn_args.train_files, fn_args.data_accessor, tto, batch_size, cfg, training=True,
+                              start_step=start_step)
+    return [(mel, label) for x, y in ds.take(steps)
+            for mel, label in zip(x[features.LOG_MEL].numpy(), y[features.LABEL_ID].numpy())]
+
+
+@pytest.mark.parametrize("augment", [False, True], ids=["order", "order_and_masks"])
+def test_a_resumed_run_reads_what_the_uninterrupted_run_reads_from_that_step_on(transformed, augment):
+    _, input_dict = transformed
+    fn_args = _fn_args(input_dict)
+    tto = tft.TFTransformOutput(input_dict["transform_graph"][0].uri)
+    cfg = _config().trainer
+    cfg = dataclasses.replace(cfg, spec_augment=dataclasses.replace(cfg.spec_augment, enabled=augment))
+    batch_size = 4
+    examples = int(trainer.make_dataset(fn_args.train_files, fn_args.data_accessor, tto, batch_size, cfg,
+                                        training=False).unbatch().reduce(0, lambda n, _: n + 1))
+    per_epoch = -(-examples // batch_size)
+    resume_at = 2 * per_epoch + 1  # in the third epoch, not on an epoch boundary
+    epoch, offset = divmod(resume_at * batch_size, examples)
+    assert epoch >= 1 and offset
+    uninterrupted = _stream(fn_args, tto, cfg, batch_size, resume_at + per_epoch)
+    resumed = _stream(fn_args, tto, cfg, batch_size, per_epoch, start_step=resume_at)
+    for (mel, label), (resumed_mel, resumed_label) in zip(uninterrupted[resume_at * batch_size:], resumed):
+        np.testing.assert_array_equal(resumed_mel, mel)
+        assert resumed_label == label
+    # ... which is not a replay of the first epoch: positions offset.. of this epoch hold other
+    # examples (another order) than the same positions of epoch 0, under other masks.
+    this_epoch = resumed[:examples - offset]
+    first_epoch = uninterrupted[offset:examples]
+    assert not all(np.array_equal(a[0], b[0]) for a, b in zip(this_epoch, first_epoch))
+    if augment:
+        assert _masked_bands({features.LOG_MEL: tf.constant(np.stack([mel for mel, _ in resumed]))}) > 0
+        assert not all(np.array_equal(a[0] == 0, b[0] == 0) for a, b in zip(this_epoch, first_epoch))
+
+
 def test_training_killed_mid_run_resumes_from_the_last_checkpoint(transformed, tmp_path):
     root, _ = transformed
     config = _config(epochs=60, checkpoint_every_steps=5, log_every_steps=5)
@@ -157,6 +196,7 @@ def test_training_killed_mid_run_resumes_from_the_last_checkpoint(transformed, t
     assert second.returncode == 0, second.stdout[-2000:] + second.stderr[-3000:]
     log = second.stdout + second.stderr
     assert f"at step {killed_at} of" in log and killed_at > 0
+    assert f"Training data resumes at step {killed_at}: epoch" in log  # the data stream too
     total = int(log.split(f"at step {killed_at} of ", 1)[1].split()[0])
     assert killed_at < total
     steps_logged = [int(line.split("step ", 1)[1].split("/")[0]) for line in log.splitlines()

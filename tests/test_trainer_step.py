@@ -1,6 +1,7 @@
-"""The compiled training step: it learns, is traced once per run, accumulates
-gradients, skips non-finite steps (lowering the loss scale) under mixed_float16,
-keeps weight decay off biases and norms, clips, and warms up."""
+"""The compiled training step: it learns, is traced once per run, applies the
+batch's gradient (checked against a hand computation), accumulates gradients,
+skips non-finite steps (lowering the loss scale) under mixed_float16, keeps weight
+decay off biases and norms, clips, and warms up."""
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -36,6 +37,37 @@ def _setup(cfg: TrainerConfig, data, total_steps=40):
     return model, optimizer, step
 
 
+def _linear_model(seed=0):
+    """Dense on the flattened log-mel: no dropout or batch norm, its gradient has a closed form."""
+    inputs = keras.Input((FRAMES, BINS), name=features.LOG_MEL)
+    model = keras.Model({features.LOG_MEL: inputs}, keras.layers.Dense(CLASSES)(keras.layers.Flatten()(inputs)))
+    rng = np.random.default_rng(seed)
+    model.set_weights([rng.normal(0, 0.05, w.shape).astype(np.float32) for w in model.get_weights()])
+    return model
+
+
+def _hand_gradient(model, x, y):
+    """(mean cross-entropy, [dL/dkernel, dL/dbias]) of the linear model, in numpy (float64)."""
+    kernel, bias = (w.astype(np.float64) for w in model.get_weights())
+    flat = x.reshape(len(x), -1).astype(np.float64)
+    logits = flat @ kernel + bias
+    log_p = logits - logits.max(axis=1, keepdims=True)
+    log_p -= np.log(np.exp(log_p).sum(axis=1, keepdims=True))
+    p = np.exp(log_p)
+    loss = -np.mean(log_p[np.arange(len(y)), y])
+    delta = (p - np.eye(CLASSES)[y]) / len(y)
+    return loss, [flat.T @ delta, delta.sum(axis=0)]
+
+
+def _sgd_step(model, data, micro_batch, accum, lr, clip_norm=1e9):
+    """The compiled step with plain SGD (in the LossScaleOptimizer, as always)."""
+    optimizer = keras.mixed_precision.LossScaleOptimizer(keras.optimizers.SGD(lr))
+    optimizer.build(model.trainable_variables)
+    cfg = TrainerConfig(batch_size=micro_batch, grad_accum_steps=accum, clip_norm=clip_norm)
+    return training_loop.make_train_step(model, optimizer, tf.distribute.get_strategy(), data.element_spec,
+                                         micro_batch, accum, cfg)
+
+
 def _accuracy(model, data):
     right = sum(float(tf.reduce_sum(tf.cast(tf.argmax(model(x)[features.LOGITS], -1) == y, tf.float32))) for x, y in data)
     return right / sum(int(tf.shape(y)[0]) for _, y in data)
@@ -58,28 +90,25 @@ def test_train_step_learns_and_is_traced_once_over_several_epochs(accum):
         losses.append(sum(float(step(batch)["loss"]) for batch in data))
     assert step.experimental_get_tracing_count() == 1
     assert int(optimizer.iterations) == 40  # one optimizer step per batch of 16, whatever accum is
-    assert losses[-1] < 0.5 * losses[0]
+    assert np.all(np.isfinite(losses))  # minibatch noise, not compared: learning is judged on the data
     assert _accuracy(model, data) >= 0.9
 
 
-def test_gradient_accumulation_matches_one_big_batch():
+@pytest.mark.parametrize("accum", [1, 4])
+def test_one_step_applies_the_full_batch_gradient_whatever_the_accumulation(accum):
+    """Plain SGD, no clipping: the update is -lr x the mean gradient over the 32 examples,
+    computed by hand; 4 micro-batches of 8 add up to it (not to 4x it, nor to a mean of means)."""
     data = _toy_data(n=32, batch=32)
-    batch = next(iter(data))
-    trajectories, initial = [], None
-    for accum, micro in ((1, 32), (4, 8)):
-        inputs = keras.Input((FRAMES, BINS), name=features.LOG_MEL)
-        model = keras.Model({features.LOG_MEL: inputs}, keras.layers.Dense(CLASSES)(keras.layers.Flatten()(inputs)))
-        initial = initial or model.get_weights()
-        model.set_weights(initial)  # both runs start from the same weights
-        cfg = TrainerConfig(learning_rate=1e-3, batch_size=micro, grad_accum_steps=accum)
-        optimizer = training_loop.build_optimizer(cfg, total_steps=10)
-        step = training_loop.make_train_step(model, optimizer, tf.distribute.get_strategy(),
-                                             data.element_spec, micro, accum)
-        for _ in range(5):  # Adam's later steps depend on gradient magnitudes, not just signs
-            step(batch)
-        trajectories.append([v.numpy() for v in model.trainable_variables])
-    for big, accumulated in zip(*trajectories):
-        np.testing.assert_allclose(big, accumulated, rtol=1e-4, atol=1e-6)
+    x, y = next(iter(data))
+    model = _linear_model()
+    loss, gradient = _hand_gradient(model, x[features.LOG_MEL].numpy(), y.numpy())
+    before = model.get_weights()
+    out = _sgd_step(model, data, 32 // accum, accum, lr=0.5)((x, y))
+    for old, new, g in zip(before, model.get_weights(), gradient):
+        np.testing.assert_allclose(new - old, -0.5 * g, rtol=1e-4, atol=1e-7)
+    assert float(out["loss"]) == pytest.approx(loss, rel=1e-5)
+    assert float(out["grad_norm"]) == pytest.approx(np.sqrt(sum(np.sum(g ** 2) for g in gradient)), rel=1e-5)
+    assert float(out["count"]) == 32
 
 
 def test_mixed_float16_skips_a_poisoned_step_and_lowers_the_loss_scale():
@@ -117,11 +146,22 @@ def test_weight_decay_applies_to_kernels_but_not_biases_or_norm_layers():
         assert decayed != exempt, var.name
 
 
-def test_gradients_are_clipped_by_global_norm():
-    cfg = TrainerConfig(backbone="logmel_cnn", learning_rate=1.0, clip_norm=1.0, weight_decay=0.0)
-    optimizer = training_loop.build_optimizer(cfg, total_steps=10).inner_optimizer
-    clipped = optimizer._clip_gradients([tf.constant([30.0, 40.0])])
-    np.testing.assert_allclose(clipped[0].numpy(), [0.6, 0.8], rtol=1e-6)
+def test_the_step_clips_the_gradient_to_clip_norm_and_logs_its_norm_before_clipping():
+    """A huge gradient, SGD with lr 1: the applied update is the gradient scaled to norm clip_norm."""
+    data = _toy_data(n=16, batch=16)
+    x, y = next(iter(data))
+    x = {features.LOG_MEL: x[features.LOG_MEL] * 1000.0}
+    model = _linear_model()
+    _, gradient = _hand_gradient(model, x[features.LOG_MEL].numpy(), y.numpy())
+    norm = np.sqrt(sum(np.sum(g ** 2) for g in gradient))
+    assert norm > 100  # far above clip_norm
+    before = model.get_weights()
+    out = _sgd_step(model, data, 16, 1, lr=1.0, clip_norm=2.0)((x, y))
+    updates = [new - old for old, new in zip(before, model.get_weights())]
+    assert np.sqrt(sum(np.sum(u ** 2) for u in updates)) == pytest.approx(2.0, rel=1e-4)
+    for u, g in zip(updates, gradient):
+        np.testing.assert_allclose(u, -2.0 * g / norm, rtol=1e-3, atol=1e-7)
+    assert float(out["grad_norm"]) == pytest.approx(norm, rel=1e-5)
 
 
 def test_learning_rate_warms_up_linearly_then_decays_to_zero():

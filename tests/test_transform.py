@@ -132,6 +132,15 @@ def test_spec_augment_masks_bands_within_the_configured_widths():
     assert len(set(widths)) > 5  # fresh masks on every call
 
 
+def test_spec_augment_masks_are_a_function_of_the_seed():
+    cfg = SpecAugmentConfig(freq_masks=2, freq_mask_width=8, time_masks=2, time_mask_width=10)
+    mel = tf.ones([98, 64])
+    masks = [transform.spec_augment(mel, cfg, tf.constant([7, k], tf.int64)).numpy() == 0 for k in range(8)]
+    again = transform.spec_augment(mel, cfg, tf.constant([7, 3], tf.int64)).numpy() == 0
+    np.testing.assert_array_equal(again, masks[3])  # same seed, same masks
+    assert len({m.tobytes() for m in masks}) > 4  # other seeds, other masks
+
+
 def test_spec_augment_time_masks_never_exceed_the_ratio_p():
     cfg = SpecAugmentConfig(freq_masks=0, time_masks=3, time_mask_width=100, time_mask_max_ratio=0.05)
     for _ in range(20):
