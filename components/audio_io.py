@@ -18,6 +18,9 @@ from apache_beam.io.filesystems import FileSystems
 from components import audio_stats, features
 
 
+MIN_RATE = 1000  # lower rates are broken headers, not audio (validation.min_sample_rate flags 1000-8000 Hz)
+
+
 class AudioError(ValueError):
     """An input file that cannot become an example; the message says why."""
 
@@ -61,6 +64,9 @@ class AudioFile:
             raise AudioError(f"not a readable audio file: {_plain(e)}") from e
         self.rate = int(self._file.samplerate)
         self.frames = int(self._file.frames)
+        if self.rate < MIN_RATE:
+            self.close()
+            raise AudioError(f"sample rate {self.rate} Hz, below the {MIN_RATE} Hz this reads (a broken header?)")
         if self.frames <= 0:
             self.close()
             raise AudioError("audio file has no samples")

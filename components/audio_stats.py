@@ -30,8 +30,10 @@ def measure(samples: np.ndarray, rate: int, channels: int) -> Dict[str, float]:
     samples = np.asarray(samples, np.float64)
     if samples.ndim == 1:
         samples = samples[:, None]
-    if samples.size == 0:
-        raise ValueError("no samples to measure")
+    if samples.size == 0:  # a window between two samples of a very low-rate file: nothing in it
+        return {features.CLIPPING_RATIO: 0.0, features.RMS_DBFS: _FLOOR_DBFS, features.DC_OFFSET: 0.0,
+                features.SILENCE_FRACTION: 1.0, features.SOURCE_SAMPLE_RATE: int(rate),
+                features.SOURCE_CHANNELS: int(channels)}
     frame = max(int(rate * _FRAME_S), 1)
     whole = samples.shape[0] // frame * frame
     if whole:

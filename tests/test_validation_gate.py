@@ -29,6 +29,8 @@ def test_measure_reads_clipping_level_dc_and_silence():
     assert stats[features.DC_OFFSET] == pytest.approx(0.0, abs=1e-3)
     assert (stats[features.SOURCE_SAMPLE_RATE], stats[features.SOURCE_CHANNELS]) == (8000, 2)
     assert audio_stats.measure(np.zeros(RATE), RATE, 1)[features.RMS_DBFS] == -120.0
+    empty = audio_stats.measure(np.zeros((0, 1)), 1000, 1)  # no sample falls in the window
+    assert empty[features.SILENCE_FRACTION] == 1.0 and empty[features.RMS_DBFS] == -120.0
 
 
 def test_schema_bounds_come_from_the_settings():
