@@ -141,7 +141,7 @@ def test_a_mixed_float16_step_lowers_the_loss_of_its_batch():
     tf.random.set_seed(0)
     cfg = _cfg(config_overrides={**TINY, **NO_DROPOUT}, mask_time_prob=0.0, freeze_feature_encoder=False)
     model = build_model(cfg, FEATS, 3)
-    optimizer = training_loop.build_optimizer(cfg, total_steps=20)
+    optimizer = training_loop.build_optimizer(cfg, total_steps=200)  # lr above 0 from step 1 to 199
     optimizer.build(model.trainable_variables)
     batch = _batch()
     spec = (({k: tf.TensorSpec([None, *v.shape[1:]], v.dtype) for k, v in batch[0].items()}),
@@ -151,6 +151,15 @@ def test_a_mixed_float16_step_lowers_the_loss_of_its_batch():
     first = step(batch)  # the warmup's first step has learning rate 0: the weights do not move
     assert float(first["loss"]) == pytest.approx(before, rel=1e-3)  # the step's loss is the batch's
     assert _loss(model, batch) == pytest.approx(before, rel=1e-6)
-    step(batch)
-    step(batch)
+    # Until two steps with a learning rate above 0 are applied. The dynamic loss scale
+    # starts at 2**15; a float16 overflow skips the step (the weights stay) and halves the
+    # scale, while the iteration (and so the learning rate) still advances.
+    applied = 0
+    for _ in range(40):
+        scale, lr_above_0 = float(optimizer.loss_scale), int(optimizer.iterations) >= 1
+        step(batch)
+        applied += lr_above_0 and float(optimizer.loss_scale) >= scale
+        if applied == 2:
+            break
+    assert applied == 2, "the steps kept being skipped: the gradients never became finite"
     assert _loss(model, batch) < before
