@@ -52,10 +52,10 @@ class DataConfig:
     max_reject_fraction: Fraction = 0.05  # ExampleGen fails when more are rejected
     # folders: <label>/*.wav. paired: noisy/[<label>/]*.wav with clean/ + the same path as
     # the clean reference (VoiceBank-DEMAND style; set file_pattern to match, e.g. noisy/*/*.wav).
-    layout: Literal["folders", "paired"] = "folders"
+    layout: Layout = "folders"
     # Recordings become examples window by window. fixed: windows of segment_s every hop_s;
     # vad: the same, inside the speech regions found by voice-activity detection.
-    segmentation: Literal["fixed", "vad"] = "fixed"
+    segmentation: Segmentation = "fixed"
     segment_s: Optional[Positive] = None  # window length; default and maximum: features.clip_seconds
     hop_s: Optional[Positive] = None  # default segment_s (windows do not overlap)
     min_segment_s: NonNegative = 0.2  # shorter windows (a recording's tail, a short span) are dropped and counted
@@ -86,6 +86,10 @@ INGEST_OPTIONS = ("metadata_file", "segments_file", "max_duration_s", "max_file_
                   "layout", "segmentation", "segment_s", "hop_s", "min_segment_s", "unlabelled_spans",
                   "background_label", "vad_aggressiveness", "vad_min_gap_s", "vad_pad_s", "noise_base",
                   "noisy_copies", "snr_db_range", "mix_seed", "group_regex")
+Layout = Literal["folders", "paired"]
+LAYOUTS = typing.get_args(Layout)
+Segmentation = Literal["fixed", "vad"]
+SEGMENTATIONS = typing.get_args(Segmentation)
 UnlabelledSpans = Literal["drop", "background"]
 UNLABELLED_SPANS = typing.get_args(UnlabelledSpans)
 OnAnomalies = Literal["fail", "warn"]
@@ -122,6 +126,7 @@ SPEC_AUGMENT_POLICIES = {
     "SM": dict(freq_mask_width=15, freq_masks=2, time_mask_width=70, time_mask_max_ratio=0.2, time_masks=2),
     "SS": dict(freq_mask_width=27, freq_masks=2, time_mask_width=40, time_mask_max_ratio=0.2, time_masks=2),
 }
+SpecAugmentPolicy = Literal[("custom", *SPEC_AUGMENT_POLICIES)]  # the choices, from the table above
 
 
 @dataclasses.dataclass
@@ -132,7 +137,7 @@ class SpecAugmentConfig:
     below. Time warping is left out: the paper found it the least useful part.
     """
     enabled: Bool = True
-    policy: Literal["custom", "LB", "LD", "SM", "SS"] = "custom"
+    policy: SpecAugmentPolicy = "custom"
     freq_masks: Count = 2  # mF: number of frequency masks
     freq_mask_width: Count = 8  # F: maximum width in mel bins
     time_masks: Count = 2  # mT

@@ -40,7 +40,7 @@ from tfx.types import artifact_utils, standard_component_specs
 from tfx.utils import proto_utils
 
 from components import audio_io, features, snr_metrics
-from components.config import INGEST_OPTIONS, DataConfig, FeatureConfig
+from components.config import INGEST_OPTIONS, LAYOUTS, SEGMENTATIONS, DataConfig, FeatureConfig
 from components.wav_example_gen import noise_mix, segments
 
 REPORT_DIR_KEY = "_tfx_audio_report_dir"
@@ -49,8 +49,6 @@ SECONDS_FILE = "seconds.json"
 ACCEPTED_FILE = "accepted_count.txt"
 AUGMENTED_FILE = "noisy_copies_count.txt"
 REJECTS_TAG, SECONDS_TAG = "rejects", "seconds"
-LAYOUTS = ("folders", "paired")
-SEGMENTATIONS = ("fixed", "vad")
 NOISY_DIR, CLEAN_DIR = "noisy/", "clean/"  # the paired layout's folders
 _METADATA_COLUMNS = ("file_name", "label", "group", "clean_file_name", "noise_kind", "snr_db")
 _SEGMENT_COLUMNS = ("file_name", "start_s", "end_s", "label")
@@ -184,11 +182,10 @@ class _ToExamples(beam.DoFn):
             raise ValueError(f"data.layout {options['layout']!r}: expected one of {LAYOUTS}")
         if options["segmentation"] not in SEGMENTATIONS:
             raise ValueError(f"data.segmentation {options['segmentation']!r}: expected one of {SEGMENTATIONS}")
-        if options["group_regex"]:
-            try:
-                re.compile(options["group_regex"])
-            except re.error as e:
-                raise ValueError(f"data.group_regex {options['group_regex']!r} is not a regular expression: {e}")
+        try:
+            self._group_pattern = re.compile(options["group_regex"]) if options["group_regex"] else None
+        except re.error as e:
+            raise ValueError(f"data.group_regex {options['group_regex']!r} is not a regular expression: {e}")
         self._input_base = input_base
         self._options = options
         self._rejected = beam.metrics.Metrics.counter("wav_example_gen", "rejected")
@@ -240,12 +237,11 @@ class _ToExamples(beam.DoFn):
         the file name, else (folders layout only) the recording itself."""
         if meta.get("group"):
             return meta["group"]
-        pattern = self._options["group_regex"]
-        if pattern:
-            found = re.search(pattern, source)
+        if self._group_pattern is not None:
+            found = self._group_pattern.search(source)
             if not found:
-                raise audio_io.AudioError(f"its name does not match data.group_regex {pattern!r} and "
-                                          f"metadata.csv gives it no group")
+                raise audio_io.AudioError(f"its name does not match data.group_regex {self._group_pattern.pattern!r}"
+                                          f" and metadata.csv gives it no group")
             return found.group(1) if found.groups() else found.group(0)
         if self._options["layout"] == "paired":  # many pairs per speaker: one group each would leak
             raise audio_io.AudioError(
