@@ -1,24 +1,32 @@
-# The image every Kubeflow step runs in (and a reproducible local environment).
-# Same stack as scripts/setup.sh: Python 3.10, the TFX 1.16 set pinned in
-# requirements.lock, installed without resolving.
-FROM python:3.10-slim-bookworm
-
-RUN apt-get update \
- && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends espeak-ng sox \
- && rm -rf /var/lib/apt/lists/*
-
-ENV TF_USE_LEGACY_KERAS=1 \
-    PYTHONUNBUFFERED=1
-
-WORKDIR /app
-COPY requirements.lock setup.py ./
-RUN pip install --no-cache-dir 'uv==0.13.9' \
- && uv pip sync --system --require-hashes requirements.lock
-
+# The image every Kubeflow step runs in. Two stages: `build` installs the runtime lock
+# (requirements-runtime.lock: the pipeline's packages only, no test or benchmark tools) into
+# /opt/venv with scripts/install.sh, the script scripts/setup.sh runs for .venv; the final
+# stage copies that venv and the schema and runs as an unprivileged user.
+#   docker build -t REGISTRY/tfx-audio:TAG .
+#   docker build --target with-model -t REGISTRY/tfx-audio:TAG-w2v2 .   (bakes ./models/wav2vec2-base,
+#       a save_pretrained directory, in at /models/wav2vec2-base: kubeflow.yaml's trainer.wav2vec2.pretrained)
+FROM python:3.10.15-slim-bookworm AS build
+WORKDIR /src
+COPY requirements-runtime.lock setup.py ./
+COPY scripts/install.sh scripts/
 COPY pipeline/ pipeline/
 COPY components/ components/
-COPY schemas/ schemas/
-RUN uv pip install --system --no-deps -e .
+RUN PYTHON=python3.10 bash scripts/install.sh /opt/venv requirements-runtime.lock package
 
+FROM python:3.10.15-slim-bookworm AS runtime-base
+ENV PATH=/opt/venv/bin:$PATH \
+    TF_USE_LEGACY_KERAS=1 \
+    PYTHONUNBUFFERED=1
+COPY --from=build /opt/venv /opt/venv
+COPY schemas/ /app/schemas/
+RUN useradd --create-home --uid 10001 tfx
+WORKDIR /app
+USER 10001
 # TFX's container entrypoint for Kubeflow V2 launches each component.
 ENTRYPOINT ["python", "-m", "tfx.orchestration.kubeflow.v2.container.kubeflow_v2_run_executor"]
+
+FROM runtime-base AS with-model
+COPY --chown=10001 models/wav2vec2-base/ /models/wav2vec2-base/
+
+# The default target: the runtime without model weights (mount them at /models on the cluster).
+FROM runtime-base AS runtime

@@ -24,7 +24,10 @@ setup(
         "soxr>=0.3",
         "pyyaml>=6",
         "webrtcvad-wheels>=2.0.11",
+        "pydantic>=2,<3",
+        "tqdm>=4",
     ],
+    entry_points={"console_scripts": ["tfx-audio=pipeline.cli:console"]},
     extras_require={
         "test": ["pytest>=8", "pytest-timeout"],
         "bench": ["noisereduce>=3", "pyrnnoise>=0.4", "fast-bss-eval>=0.1"],

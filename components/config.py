@@ -44,6 +44,9 @@ Fraction = Annotated[Float, Field(ge=0, le=1)]  # probabilities, ratios
 class DataConfig:
     input_base: str = "data/demo"  # folder of <label>/*.wav (+ optional metadata.csv, segments.csv)
     file_pattern: str = "*/*.wav"  # glob under input_base; TFX fingerprints these files
+    # With TFX's {SPAN} in a folder of file_pattern (e.g. "day-{SPAN}/*/*.wav"): each run reads the
+    # newest latest_spans span folders, found at run time (labels: the folder after the span's).
+    latest_spans: PositiveInt = 1
     metadata_file: str = "metadata.csv"  # audiofolder-style, optional
     # Optional labelled spans (file_name,start_s,end_s,label), the way QA teams annotate calls.
     segments_file: str = "segments.csv"
@@ -85,7 +88,7 @@ class DataConfig:
 INGEST_OPTIONS = ("metadata_file", "segments_file", "max_duration_s", "max_file_mb", "max_reject_fraction",
                   "layout", "segmentation", "segment_s", "hop_s", "min_segment_s", "unlabelled_spans",
                   "background_label", "vad_aggressiveness", "vad_min_gap_s", "vad_pad_s", "noise_base",
-                  "noisy_copies", "snr_db_range", "mix_seed", "group_regex")
+                  "noisy_copies", "snr_db_range", "mix_seed", "group_regex", "latest_spans")
 Layout = Literal["folders", "paired"]
 LAYOUTS = typing.get_args(Layout)
 Segmentation = Literal["fixed", "vad"]
@@ -250,10 +253,69 @@ class ValidationConfig:
 
 
 @dataclasses.dataclass
+class MetadataConfig:
+    """Where local runs keep ML Metadata: SQLite in output_dir (the default), or a MySQL or
+    MariaDB server shared by several machines. On Kubeflow the cluster's store is used."""
+    backend: Literal["sqlite", "mysql"] = "sqlite"
+    host: str = "127.0.0.1"
+    port: PositiveInt = 3306
+    database: str = "tfx_audio_mlmd"  # created by ML Metadata when the user may
+    user: str = "tfx"
+    password_env: str = "TFX_AUDIO_MLMD_PASSWORD"  # the password is read from this variable, never a file
+
+
+@dataclasses.dataclass
+class Resources:
+    """What one step's container asks the cluster for (KFP v2's ResourceSpec); unset: nothing."""
+    cpu: Optional[Positive] = None  # vCPUs (the container's limit)
+    memory_gb: Optional[Positive] = None  # GB (the container's limit)
+    accelerator_type: str = ""  # nvidia.com/gpu on Kubeflow; NVIDIA_TESLA_T4 and the like on Vertex AI
+    accelerator_count: Count = 0
+
+    def __post_init__(self):
+        if bool(self.accelerator_type) != bool(self.accelerator_count):
+            raise ValueError(f"accelerator_type {self.accelerator_type!r} with accelerator_count "
+                             f"{self.accelerator_count}: set both, or neither")
+
+
+# Each step's defaults are its class's own, so setting one key (say the accelerator) keeps the rest.
+@dataclasses.dataclass
+class TrainerResources(Resources):
+    cpu: Optional[Positive] = 4.0
+    memory_gb: Optional[Positive] = 16.0
+
+
+@dataclasses.dataclass
+class BeamResources(Resources):
+    cpu: Optional[Positive] = 2.0
+    memory_gb: Optional[Positive] = 8.0
+
+
+@dataclasses.dataclass
+class StepResources(Resources):
+    cpu: Optional[Positive] = 1.0
+    memory_gb: Optional[Positive] = 2.0
+
+
+@dataclasses.dataclass
+class KubeflowConfig:
+    """tfx-audio compile / submit / schedule: the image, the KFP endpoint, what each step asks for."""
+    image: str = ""  # the Dockerfile's image in your registry (--image overrides)
+    host: str = ""  # the KFP API endpoint (--host, else KFP_HOST, override)
+    experiment: str = "tfx-audio"
+    # Trainer: the GPU. Beam steps (WavExampleGen, StatisticsGen, Transform, Evaluator) on the
+    # DirectRunner do their work in their own pod; with Dataflow/Flink/Spark the pod only launches.
+    trainer: TrainerResources = dataclasses.field(default_factory=TrainerResources)
+    beam: BeamResources = dataclasses.field(default_factory=BeamResources)
+    other: StepResources = dataclasses.field(default_factory=StepResources)
+
+
+@dataclasses.dataclass
 class PipelineConfig:
     name: str = "tfx-audio"
     output_dir: str = "outputs"  # pipeline root, ML Metadata and serving dir live here
     metadata_path: Optional[str] = None  # SQLite MLMD; default <output_dir>/metadata.sqlite
+    metadata: MetadataConfig = dataclasses.field(default_factory=MetadataConfig)
     serving_dir: Optional[str] = None  # Pusher target; default <output_dir>/serving
     enable_cache: Bool = False
     # Curated schema; a relative path is taken from the repository root.
@@ -265,6 +327,7 @@ class PipelineConfig:
     trainer: TrainerConfig = dataclasses.field(default_factory=TrainerConfig)
     evaluator: EvaluatorConfig = dataclasses.field(default_factory=EvaluatorConfig)
     validation: ValidationConfig = dataclasses.field(default_factory=ValidationConfig)
+    kubeflow: KubeflowConfig = dataclasses.field(default_factory=KubeflowConfig)
 
     def __post_init__(self):
         if self.evaluator.min_si_snr_improvement_db is not None and not self.trainer.denoiser.enabled:
@@ -277,6 +340,9 @@ class PipelineConfig:
                              f"Lower data.segment_s or raise features.clip_seconds")
         if not 0 < hop <= segment:
             raise ValueError(f"data.hop_s={hop}: expected 0 < hop_s <= segment_s ({segment})")
+        if self.data.latest_spans > 1 and "{SPAN" not in self.data.file_pattern:
+            raise ValueError(f"data.latest_spans={self.data.latest_spans} needs {{SPAN}} in a folder of "
+                             f"data.file_pattern ({self.data.file_pattern!r}), e.g. 'day-{{SPAN}}/*/*.wav'")
         if self.data.unlabelled_spans not in UNLABELLED_SPANS:
             raise ValueError(f"data.unlabelled_spans {self.data.unlabelled_spans!r}: expected one of "
                              f"{UNLABELLED_SPANS}")
@@ -307,6 +373,13 @@ class PipelineConfig:
 
     def to_dict(self) -> Dict[str, Any]:
         return dataclasses.asdict(self)
+
+    def components_dict(self) -> Dict[str, Any]:
+        """What the components get (custom_config): the settings of how the pipeline is run
+        (cache, metadata store, Kubeflow resources) left at their defaults, so that changing
+        them does not change the components' cache keys (TFX keys on custom_config)."""
+        return dataclasses.replace(self, enable_cache=False, metadata=MetadataConfig(),
+                                   kubeflow=KubeflowConfig()).to_dict()
 
     @classmethod
     def from_dict(cls, values: Dict[str, Any]) -> "PipelineConfig":

@@ -2,12 +2,14 @@
 
 Reads the Transform output through `fn_args.data_accessor` (cache, seeded
 shuffle and SpecAugment per epoch, prefetch), trains with the compiled step of
-`training_loop`, checkpoints every N steps into `model_run_dir` (a rerun resumes
-from the last checkpoint, its data stream where the interrupted run's stood),
+`training_loop`, checkpoints every N steps into `model_run_dir` (a retry resumes
+from the last checkpoint, a rerun after a crash from the crashed execution's: see
+`resume`; the data stream continues where the interrupted run's stood),
 writes TensorBoard scalars there, and exports a float32 SavedModel (see `export`).
 """
 from __future__ import annotations
 
+import json
 import math
 import os
 import time
@@ -19,7 +21,7 @@ from absl import logging
 from tfx import v1 as tfx
 from tfx_bsl.public import tfxio
 
-from components import features, training_loop
+from components import features, resume, training_loop
 from components.export import export_saved_model
 from components.denoiser import si_snr
 from components.model import build_model, input_keys
@@ -157,10 +159,16 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
         checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer)
         manager = tf.train.CheckpointManager(checkpoint, os.path.join(fn_args.model_run_dir, "checkpoints"),
                                              max_to_keep=2)
-        if manager.latest_checkpoint:
-            checkpoint.restore(manager.latest_checkpoint).assert_existing_objects_matched()
-            logging.info("Resumed from %s at step %d of %d", manager.latest_checkpoint,
-                         _number(optimizer.iterations, int), total_steps)
+        run_key = resume.key(fn_args)
+        # This execution's own checkpoints (a retry), else a crashed execution's of the same training.
+        restore_from = manager.latest_checkpoint or resume.crashed_sibling(fn_args.model_run_dir, run_key)
+        resume.mark(fn_args.model_run_dir, resume.KEY_FILE, run_key)
+        if restore_from:
+            checkpoint.restore(restore_from).assert_existing_objects_matched()
+            step = _number(optimizer.iterations, int)
+            logging.info("Resumed from %s at step %d of %d", restore_from, step, total_steps)
+            resume.mark(fn_args.model_run_dir, resume.RESUMED_FILE,
+                        json.dumps({"checkpoint": restore_from, "step": step}))
         # The data stream starts where the restored step left it (step 0 on a fresh run).
         train_ds = make_dataset(fn_args.train_files, fn_args.data_accessor, tf_transform_output, global_batch,
                                 tcfg, training=True, start_step=_number(optimizer.iterations, int),
@@ -176,6 +184,7 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
         keras.mixed_precision.set_global_policy("float32")
     export_saved_model(model, tf_transform_output, input_keys(tcfg), cfg.features.num_samples,
                        fn_args.serving_model_dir)
+    resume.mark(fn_args.model_run_dir, resume.DONE_FILE, "")
 
 
 def _train(model, optimizer, train_step, dist_ds, eval_ds, manager, log_dir, tcfg, steps_per_epoch,

@@ -1,38 +1,85 @@
 """Runs the pipeline locally with TFX's LocalDagRunner and SQLite ML Metadata.
 
-    python -m pipeline.local_runner --config pipeline/configs/demo.yaml \
-        [--set data.input_base=/path/to/audio] [--set trainer.epochs=3]
+    tfx-audio run --config pipeline/configs/demo.yaml [--set trainer.epochs=3] [--verbose]
 
-Ends by printing a summary read back from ML Metadata.
+(`python -m pipeline.local_runner ...` is the same command.) Ends by printing a summary
+read back from ML Metadata and returns an exit code CI can gate on (pipeline/outcome.py).
 """
-import argparse
+from __future__ import annotations
+
+import dataclasses
 import os
+import sys
+from typing import Optional, Tuple
 
 import pipeline  # noqa: F401  (sets TF_USE_LEGACY_KERAS before TensorFlow loads)
 from absl import logging
 from tfx import v1 as tfx
 
-from pipeline import summary
-from components.config import load_config
-from pipeline.pipeline import create_pipeline
+from components.config import PipelineConfig
+from pipeline import metadata, outcome, progress, summary
+from pipeline.pipeline import create_pipeline, validated_data
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--config", default=None, help="YAML config; defaults when omitted")
-    parser.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
-                        help="override one setting, e.g. --set trainer.epochs=3")
-    args = parser.parse_args()
-    logging.set_verbosity(logging.INFO)
-    config = load_config(args.config, args.set)
+def _pipeline(config: PipelineConfig, connection, validate_only: bool) -> tfx.dsl.Pipeline:
+    if not validate_only:
+        return create_pipeline(config, metadata_connection_config=connection)
+    # The data half under the same pipeline name: with enable_cache a later full run reuses
+    # the validated ExampleGen and StatisticsGen outputs.
+    return tfx.dsl.Pipeline(
+        pipeline_name=config.name, pipeline_root=config.pipeline_root,
+        components=validated_data(config).components(), enable_cache=config.enable_cache,
+        metadata_connection_config=connection, beam_pipeline_args=config.beam_args)
+
+
+def _unfinished(connection, pipeline_name: str) -> Optional[str]:
+    """'<run id> (Trainer RUNNING)' when the latest run of the pipeline did not finish."""
+    try:
+        last = summary.latest_run(connection, pipeline_name)
+    except RuntimeError:  # no run yet
+        return None
+    stopped = {node: state for node, state in last.node_states.items() if state not in ("COMPLETE", "CACHED")}
+    return f"{last.run_id} ({', '.join(f'{n} {s}' for n, s in sorted(stopped.items()))})" if stopped else None
+
+
+def run(config: PipelineConfig, validate_only: bool = False, verbose: bool = False,
+        resume: bool = True) -> Tuple[outcome.ExitCode, Optional[summary.RunSummary]]:
+    """Runs the pipeline (or its data half), prints one line per component and the summary.
+
+    After a run that did not finish (a crash, a kill, a failed component), the cache is on
+    for this run: the components that completed are reused when their inputs and settings
+    are the same, and the Trainer resumes from the stopped execution's last checkpoint
+    (components/resume.py). `resume=False` (--fresh) runs everything anew."""
     config.output_dir = os.path.abspath(config.output_dir)
     os.makedirs(config.output_dir, exist_ok=True)
-    tfx.orchestration.LocalDagRunner().run(create_pipeline(
-        config,
-        metadata_connection_config=tfx.orchestration.metadata.sqlite_metadata_connection_config(
-            config.metadata_sqlite)))
-    print(summary.latest_run(config.metadata_sqlite, config.name).text(), flush=True)
+    progress.quiet_logs(verbose)
+    connection = metadata.connection_config(config)
+    stopped = _unfinished(connection, config.name) if resume and not config.enable_cache else None
+    if stopped:
+        config = dataclasses.replace(config, enable_cache=True)
+        print(f"the last run {stopped} did not finish: its completed components are reused and the "
+              f"Trainer resumes from its last checkpoint (--fresh starts over)", flush=True)
+    crashed = None
+    with progress.component_lines(connection, config.name):
+        try:
+            tfx.orchestration.LocalDagRunner().run(_pipeline(config, connection, validate_only))
+        except Exception as e:  # mapped to an exit code below, its message printed
+            crashed = e
+            if verbose:
+                logging.exception("the run failed")
+    try:
+        run_summary = summary.latest_run(connection, config.name)
+    except RuntimeError as e:  # nothing was recorded: the run failed before its first component
+        print(f"tfx-audio: {crashed or e} ({metadata.describe(connection)})", file=sys.stderr)
+        return outcome.ExitCode.FAILED, None
+    print(run_summary.text(), flush=True)
+    code = outcome.of_run(run_summary, crashed is not None, validate_only)
+    if crashed is not None:
+        print(f"tfx-audio: the run failed: {type(crashed).__name__}: {crashed}", file=sys.stderr)
+    print(f"exit code {int(code)} ({code.name.lower().replace('_', ' ')})", flush=True)
+    return code, run_summary
 
 
 if __name__ == "__main__":
-    main()
+    from pipeline import cli
+    sys.exit(cli.main(["run", *sys.argv[1:]]))

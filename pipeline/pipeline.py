@@ -75,7 +75,7 @@ def create_pipeline(config: PipelineConfig, pipeline_root: Optional[str] = None,
     nodes = validated_data(config)
     example_gen, configured_schema = nodes.example_gen, nodes.configured_schema
 
-    custom_config = {"config": config.to_dict()}  # rebuilt with PipelineConfig.from_dict
+    custom_config = {"config": config.components_dict()}  # rebuilt with PipelineConfig.from_dict
     transform = tfx.components.Transform(
         examples=example_gen.outputs["examples"],
         schema=configured_schema.outputs["schema"],

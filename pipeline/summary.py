@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Union
 
 import tensorflow_data_validation as tfdv
 import tensorflow_model_analysis as tfma
@@ -64,7 +64,8 @@ class RunSummary:
         for split, found in sorted(self.anomalies.items()):
             lines.append(f"  anomalies in {split}: " + "; ".join(found))
         lines.append("  examples per split: " + ", ".join(f"{k}={v}" for k, v in self.split_counts.items()))
-        lines.append("  test metrics: " + ", ".join(f"{k}={v:.4f}" for k, v in sorted(self.metrics.items())))
+        if self.metrics:
+            lines.append("  test metrics: " + ", ".join(f"{k}={v:.4f}" for k, v in sorted(self.metrics.items())))
         shown = [m for m in _SLICE_COLUMNS if any(m in v for v in self.slice_metrics.values())]
         if shown:
             lines.append("  by slice: " + " | ".join(shown))
@@ -73,16 +74,22 @@ class RunSummary:
                     f"{values[m]:.4g}" if m in values else "-" for m in shown))
         for check in self.failed_checks:
             lines.append(f"  failed check: {check}")
-        lines.append(f"  blessed: {self.blessed}; pushed: {self.pushed}"
-                     + (f" -> {self.pushed_destination}" if self.pushed else ""))
+        if "Evaluator" in self.node_states:
+            lines.append(f"  blessed: {self.blessed}; pushed: {self.pushed}"
+                         + (f" -> {self.pushed_destination}" if self.pushed else ""))
         return "\n".join(lines)
 
 
-def _store(metadata_path: str) -> metadata_store.MetadataStore:
-    return metadata_store.MetadataStore(metadata.sqlite_metadata_connection_config(metadata_path))
+Metadata = Union[str, metadata_store_pb2.ConnectionConfig]  # a SQLite path, or any connection
 
 
-def _prop(artifact: metadata_store_pb2.Artifact, name: str):
+def open_store(where: Metadata) -> metadata_store.MetadataStore:
+    if isinstance(where, str):
+        where = metadata.sqlite_metadata_connection_config(where)
+    return metadata_store.MetadataStore(where)
+
+
+def prop(artifact: metadata_store_pb2.Artifact, name: str):
     value = artifact.custom_properties.get(name) or artifact.properties.get(name)
     if value is None:
         return None
@@ -101,11 +108,11 @@ def _describe(failure) -> str:
     return f"{failure.metric_key.name}: {what} {got} (needs >= {bound:.4g})"
 
 
-def latest_run(metadata_path: str, pipeline_name: str) -> RunSummary:
-    store = _store(metadata_path)
+def latest_run(where: Metadata, pipeline_name: str) -> RunSummary:
+    store = open_store(where)
     runs = [c for c in store.get_contexts_by_type("pipeline_run") if c.name]
     if not runs:
-        raise RuntimeError(f"no pipeline run recorded in {metadata_path}")
+        raise RuntimeError(f"no run of {pipeline_name} recorded in ML Metadata")
     run = max(runs, key=lambda c: c.create_time_since_epoch)
     node_states: Dict[str, str] = {}
     artifacts: Dict[str, Dict[str, List[metadata_store_pb2.Artifact]]] = {}
@@ -139,7 +146,7 @@ def latest_run(metadata_path: str, pipeline_name: str) -> RunSummary:
                 split_counts[split] = int(tfdv.load_stats_binary(path).datasets[0].num_examples)
     anomalies: Dict[str, List[str]] = {}
     for validated in artifacts.get("ExampleValidator", {}).get("anomalies", []):
-        names = json.loads(_prop(validated, "split_names") or "[]")
+        names = json.loads(prop(validated, "split_names") or "[]")
         anomalies.update(schema.read_anomalies(validated.uri, names))
     metrics: Dict[str, float] = {}
     slice_metrics: Dict[str, Dict[str, float]] = {}
@@ -160,16 +167,16 @@ def latest_run(metadata_path: str, pipeline_name: str) -> RunSummary:
                 failed_checks.append(_describe(failure))
     blessing = artifacts.get("Evaluator", {}).get("blessing", [])
     pushed_model = artifacts.get("Pusher", {}).get("pushed_model", [])
-    pushed = bool(pushed_model and _prop(pushed_model[0], "pushed"))
+    pushed = bool(pushed_model and prop(pushed_model[0], "pushed"))
     return RunSummary(
         run_id=run.name, node_states=node_states, artifacts=artifacts, inputs=inputs, split_counts=split_counts,
-        input_files=int(_prop(examples[0], "num_input_files") or 0) if examples else 0,
-        rejected=int(_prop(examples[0], "num_rejected") or 0) if examples else 0,
-        rejects_file=str(_prop(examples[0], "rejects_file") or "") if examples else "",
-        seconds={key: float(_prop(examples[0], key) or 0.0) for key in _SECONDS} if examples else {},
-        dropped_by_reason=json.loads(_prop(examples[0], "seconds_dropped_by_reason") or "{}") if examples else {},
-        rejected_unknown=int(_prop(examples[0], "rejected_of_unknown_length") or 0) if examples else 0,
+        input_files=int(prop(examples[0], "num_input_files") or 0) if examples else 0,
+        rejected=int(prop(examples[0], "num_rejected") or 0) if examples else 0,
+        rejects_file=str(prop(examples[0], "rejects_file") or "") if examples else "",
+        seconds={key: float(prop(examples[0], key) or 0.0) for key in _SECONDS} if examples else {},
+        dropped_by_reason=json.loads(prop(examples[0], "seconds_dropped_by_reason") or "{}") if examples else {},
+        rejected_unknown=int(prop(examples[0], "rejected_of_unknown_length") or 0) if examples else 0,
         anomalies=anomalies, metrics=metrics, slice_metrics=slice_metrics, failed_checks=failed_checks,
-        blessed=bool(blessing and _prop(blessing[0], "blessed")),
+        blessed=bool(blessing and prop(blessing[0], "blessed")),
         pushed=pushed,
-        pushed_destination=str(_prop(pushed_model[0], "pushed_destination")) if pushed else None)
+        pushed_destination=str(prop(pushed_model[0], "pushed_destination")) if pushed else None)

@@ -14,8 +14,8 @@ if [ "${1:-}" = "calls" ]; then demo=calls; shift; fi
 if [ "$demo" = calls ]; then
   rm -rf data/calls data/calls_noise
   .venv/bin/python -m pipeline.demo_calls --out data/calls --noise-out data/calls_noise
-  exec .venv/bin/python -m pipeline.local_runner --config pipeline/configs/calls.yaml "$@"
+  exec .venv/bin/tfx-audio run --config pipeline/configs/calls.yaml "$@"
 fi
 rm -rf data/demo data/demo_noise
 .venv/bin/python -m pipeline.demo_data --out data/demo --noise-out data/demo_noise
-exec .venv/bin/python -m pipeline.local_runner --config pipeline/configs/demo.yaml "$@"
+exec .venv/bin/tfx-audio run --config pipeline/configs/demo.yaml "$@"

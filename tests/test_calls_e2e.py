@@ -1,7 +1,9 @@
 """End to end on long recordings: the calls demo (generated calls with intents annotated
 as spans) through the whole pipeline, every second accounted, then the pushed model
 over whole recordings: per-window labels and an aggregate, the denoiser in chunks."""
+import csv
 import os
+import shutil
 
 import numpy as np
 import pytest
@@ -11,7 +13,8 @@ from components import features, tfma_recording, tfma_snr
 from components.recording import RecordingModel
 from components.snr_metrics import improvement_db, si_snr_db
 from components.config import load_config
-from pipeline import demo_calls
+from pipeline import cli, demo_calls
+from pipeline.outcome import ExitCode
 from tests.test_pipeline_e2e import NODES, _run
 from tests.test_wav_example_gen import _read_examples, _value, assert_seconds_add_up
 
@@ -32,7 +35,6 @@ def test_calls_demo_runs_end_to_end_and_serves_whole_recordings(calls, tmp_path)
         "data.split_buckets={train: 6, eval: 2, test: 2}", "trainer.epochs=12",
         "evaluator.min_accuracy=0.0", "evaluator.min_si_snr_improvement_db=null"])
     run = _run(config)
-    print(run.text())  # shown by pytest when the test fails
     assert set(run.node_states) == NODES
     assert all(state == "COMPLETE" for state in run.node_states.values()), run.node_states
 
@@ -78,3 +80,31 @@ def test_calls_demo_runs_end_to_end_and_serves_whole_recordings(calls, tmp_path)
     clean = soundfile.read(os.path.join(data, source.replace("noisy/", "clean/")), dtype="float32")[0]
     assert enhanced.shape == noisy.shape
     assert improvement_db(si_snr_db, clean, noisy, enhanced) > 0.0
+
+    # tfx-audio predict over a folder, with the newest pushed model by default: every file ends
+    # up in predictions.csv (with its windows and enhanced audio) or in rejects.csv.
+    folder = tmp_path / "to_predict"
+    folder.mkdir()
+    picked = sorted(test_calls)[:2]
+    for name in picked:
+        shutil.copy(os.path.join(data, name.decode()), folder / os.path.basename(name.decode()))
+    (folder / "broken.wav").write_bytes(b"RIFF\x24\x00\x00\x00WAVEfmt not a wav at all")
+    out = tmp_path / "predictions"
+    code = cli.main(["predict", "--config", "pipeline/configs/calls.yaml", "--set", f"output_dir={config.output_dir}",
+                     str(folder), "--out", str(out)])
+    assert code == ExitCode.FAILED  # one file could not be read: listed, and the exit code says so
+    with open(out / "predictions.csv") as f:
+        predicted = list(csv.DictReader(f))
+    with open(out / "rejects.csv") as f:
+        rejects = list(csv.DictReader(f))
+    with open(out / "windows.csv") as f:
+        windows_rows = list(csv.DictReader(f))
+    assert sorted(os.path.basename(row["file"]) for row in predicted) == sorted(
+        os.path.basename(name.decode()) for name in picked)
+    assert [os.path.basename(row["file"]) for row in rejects] == ["broken.wav"] and rejects[0]["reason"]
+    for row in predicted:
+        assert row["label"] in demo_calls.LABELS
+        assert sum(float(row[label]) for label in demo_calls.LABELS) == pytest.approx(1.0, abs=1e-4)
+        enhanced_path = out / "enhanced" / os.path.basename(row["file"])
+        assert soundfile.info(str(enhanced_path)).duration == pytest.approx(float(row["duration_s"]), abs=1e-3)
+    assert len(windows_rows) == sum(int(row["windows"]) for row in predicted)

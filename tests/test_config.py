@@ -117,3 +117,15 @@ def test_every_shipped_config_loads_and_survives_the_custom_config_round_trip(pa
 def test_the_shipped_configs_are_found():
     assert {os.path.basename(path) for path in SHIPPED} >= {"demo.yaml", "calls.yaml", "production.yaml",
                                                              "kubeflow.yaml"}
+
+
+def test_kubeflow_resources_pair_accelerator_settings_and_keep_defaults_when_one_key_is_set():
+    with pytest.raises(ConfigError, match=r"kubeflow.trainer: accelerator_type '' with accelerator_count 1"):
+        load_config(None, ["kubeflow.trainer.accelerator_count=1"])
+    config = load_config(None, ["kubeflow.trainer.accelerator_type=nvidia.com/gpu",
+                                "kubeflow.trainer.accelerator_count=1", "kubeflow.beam.cpu=3"])
+    trainer, beam = config.kubeflow.trainer, config.kubeflow.beam
+    assert (trainer.cpu, trainer.memory_gb, trainer.accelerator_count) == (4.0, 16.0, 1)  # the rest kept
+    assert (beam.cpu, beam.memory_gb) == (3.0, 8.0)
+    with pytest.raises(ConfigError, match=r"metadata.backend: got 'postgres'"):
+        load_config(None, ["metadata.backend=postgres"])

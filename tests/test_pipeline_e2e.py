@@ -2,24 +2,30 @@
 checked from MLMD and the artifacts, then a second, deliberately broken run that
 the Evaluator's gates keep from being pushed."""
 import dataclasses
+import glob
 import io
+import json
 import os
+import signal
+import subprocess
+import sys
+import time
 
 import numpy as np
 import soundfile
 import pytest
 import tensorflow as tf
 import tensorflow_transform as tft
-from tfx import v1 as tfx
 
-from components import audio_io, features, tfma_snr
+from components import audio_io, features, resume, tfma_snr
 from components.snr_metrics import improvement_db, si_snr_db
-from pipeline import demo_data, summary
+from pipeline import demo_data, local_runner
+from pipeline.outcome import ExitCode
 from components.config import load_config
 from components.model import build_model, input_keys
-from pipeline.pipeline import create_pipeline
 from tests.test_wav_example_gen import _read_examples, _value, assert_seconds_add_up
 
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NODES = {"WavExampleGen", "StatisticsGen", "ImportSchemaGen", "ConfiguredSchema", "ExampleValidator",
          "AnomaliesGate", "Transform", "Trainer", "latest_blessed_model_resolver", "Evaluator", "Pusher"}
 WORDS = 4
@@ -30,11 +36,11 @@ MIN_ACCURACY = 0.80
 MIN_SI_SNRI = 1.1  # dB
 
 
-def _run(config):
-    tfx.orchestration.LocalDagRunner().run(create_pipeline(
-        config, metadata_connection_config=tfx.orchestration.metadata.sqlite_metadata_connection_config(
-            config.metadata_sqlite)))
-    return summary.latest_run(config.metadata_sqlite, config.name)
+def _run(config, expected_code=ExitCode.OK):
+    """`tfx-audio run`: the whole pipeline on LocalDagRunner; checks the exit code CI gates on."""
+    code, run = local_runner.run(config, verbose=True)
+    assert code == expected_code, run.text() if run else code
+    return run
 
 
 def assert_serving_matches_training(run, config, loaded, raw_test_examples):
@@ -68,19 +74,46 @@ def assert_serving_matches_training(run, config, loaded, raw_test_examples):
                                atol=1e-4)
 
 
+def _kill_in_training(overrides, config) -> int:
+    """`tfx-audio run` in a process of its own, killed (SIGKILL) once the Trainer saved a
+    checkpoint; returns that checkpoint's step."""
+    args = [sys.executable, "-m", "pipeline.cli", "run", "--config", "pipeline/configs/demo.yaml",
+            *[f"--set={o}" for o in overrides]]
+    crashed = subprocess.Popen(args, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                               text=True, start_new_session=True)
+    states = os.path.join(config.pipeline_root, "Trainer", "model_run", "*", "checkpoints", "checkpoint")
+    deadline = time.time() + 900
+    while not glob.glob(states) and crashed.poll() is None and time.time() < deadline:
+        time.sleep(0.2)
+    os.killpg(crashed.pid, signal.SIGKILL)
+    _, err = crashed.communicate()
+    assert crashed.returncode == -signal.SIGKILL, f"the run ended before it could be killed: {err[-2000:]}"
+    checkpoint = tf.train.latest_checkpoint(os.path.dirname(glob.glob(states)[0]))
+    return int(checkpoint.rsplit("-", 1)[1])
+
+
 @pytest.mark.e2e
-def test_pipeline_trains_blesses_pushes_and_refuses_a_broken_model(small_demo, tmp_path):
-    config = load_config("pipeline/configs/demo.yaml", [
-        f"data.input_base={small_demo}", f"output_dir={tmp_path / 'out'}", "name=e2e",
-        "data.split_buckets={train: 6, eval: 2, test: 2}", "trainer.epochs=30",
-        f"evaluator.min_accuracy={MIN_ACCURACY}", f"evaluator.min_si_snr_improvement_db={MIN_SI_SNRI}",
-        "beam_args=[]"])
+def test_pipeline_resumes_after_a_crash_trains_blesses_pushes_and_refuses_a_broken_model(small_demo, tmp_path):
+    overrides = [f"data.input_base={small_demo}", f"output_dir={tmp_path / 'out'}", "name=e2e",
+                 "data.split_buckets={train: 6, eval: 2, test: 2}", "trainer.epochs=30",
+                 "trainer.checkpoint_every_steps=20",
+                 f"evaluator.min_accuracy={MIN_ACCURACY}", f"evaluator.min_si_snr_improvement_db={MIN_SI_SNRI}",
+                 "beam_args=[]"]
+    config = load_config("pipeline/configs/demo.yaml", overrides)
     assert config.trainer.objective == "joint" and config.trainer.denoiser.enabled
-    first = _run(config)
-    print(first.text())  # shown by pytest when the test fails
+    # A run killed in the Trainer (kill -9), then `tfx-audio run` again: the completed
+    # components come from the cache, the Trainer resumes at the checkpointed step.
+    killed_at = _kill_in_training(overrides, config)
+    first = _run(config)  # exit code 0: blessed and pushed
 
     assert set(first.node_states) == NODES
-    assert all(state == "COMPLETE" for state in first.node_states.values()), first.node_states
+    cached = {node for node, state in first.node_states.items() if state == "CACHED"}
+    assert cached == {"WavExampleGen", "StatisticsGen", "ImportSchemaGen", "ConfiguredSchema", "ExampleValidator",
+                      "AnomaliesGate", "Transform"}, first.node_states
+    assert all(first.node_states[node] == "COMPLETE" for node in ("Trainer", "Evaluator", "Pusher"))
+    with open(os.path.join(first.artifacts["Trainer"]["model_run"][0].uri, resume.RESUMED_FILE)) as f:
+        resumed = json.load(f)
+    assert 0 < killed_at == resumed["step"], resumed
     assert first.input_files == 192 and first.rejected == 0  # 4 words x 24 speakers x (clean + noisy)
     assert sum(first.split_counts.values()) == 192 and all(first.split_counts.values())
     accuracy = first.metrics["sparse_categorical_accuracy"]
@@ -150,8 +183,7 @@ def test_pipeline_trains_blesses_pushes_and_refuses_a_broken_model(small_demo, t
     # The resolver hands the first run's blessed model to the Evaluator as its baseline;
     # the broken one fails the floors and the comparison, and is not pushed.
     broken = dataclasses.replace(config, trainer=dataclasses.replace(config.trainer, learning_rate=0.0, epochs=1))
-    second = _run(broken)
-    print(second.text())
+    second = _run(broken, ExitCode.NOT_BLESSED)
     assert all(state == "COMPLETE" for state in second.node_states.values()), second.node_states
     first_model = first.artifacts["Trainer"]["model"][0].uri
     assert second.artifacts["latest_blessed_model_resolver"]["model"][0].uri == first_model

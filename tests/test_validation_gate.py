@@ -1,17 +1,21 @@
 """Audio statistics at ingestion, schema bounds from the settings, and the gate on
 ExampleValidator's anomalies before Transform: real TFX components on LocalDagRunner."""
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import tensorflow_data_validation as tfdv
-from tfx import v1 as tfx
 
 from components import audio_stats, features, schema
 from components.config import load_config
-from pipeline import summary
-from pipeline.pipeline import validated_data
+from pipeline import local_runner, summary
+from pipeline.outcome import ExitCode
 from tests.audio_helpers import tone, write_wav
 
 RATE = features.SAMPLE_RATE
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def test_measure_reads_clipping_level_dc_and_silence():
@@ -57,32 +61,44 @@ def _corpus(root, clipped: bool):
     return root
 
 
-def _run(tmp_path, name, input_base, overrides):
-    config = load_config(None, [f"data.input_base={input_base}", f"output_dir={tmp_path / name}",
-                                "data.split_buckets={train: 1}", "data.segment_s=0.5",
-                                "beam_args=[--direct_num_workers=1]", *overrides])
-    nodes = validated_data(config)
-    tfx.orchestration.LocalDagRunner().run(tfx.dsl.Pipeline(
-        pipeline_name=config.name, pipeline_root=config.pipeline_root, components=nodes.components(),
-        metadata_connection_config=tfx.orchestration.metadata.sqlite_metadata_connection_config(
-            config.metadata_sqlite), beam_pipeline_args=config.beam_args))
-    return config
+def _overrides(tmp_path, name, input_base, overrides):
+    return [f"data.input_base={input_base}", f"output_dir={tmp_path / name}", "data.split_buckets={train: 1}",
+            "data.segment_s=0.5", "beam_args=[--direct_num_workers=1]", *overrides]
+
+
+def _validate(tmp_path, name, input_base, overrides):
+    """`tfx-audio validate` in this process: (exit code, the run's summary from MLMD)."""
+    config = load_config(None, _overrides(tmp_path, name, input_base, overrides))
+    return local_runner.run(config, validate_only=True, verbose=True)
 
 
 @pytest.mark.e2e
-def test_anomalies_stop_the_run_or_are_named_in_the_summary(tmp_path):
+def test_anomalies_stop_the_run_with_exit_code_3_or_are_named_in_the_summary(tmp_path):
     clipped = _corpus(tmp_path / "clipped", clipped=True)
-    with pytest.raises(RuntimeError, match=r"clipping_ratio"):
-        _run(tmp_path, "fail", clipped, ["validation.on_anomalies=fail"])
+    # As CI runs it: a process of its own, its exit code, and all it prints (the console script
+    # `tfx-audio` runs this module: test_cli.py runs the script itself).
+    args = [f"--set={o}" for o in _overrides(tmp_path, "fail", clipped, ["validation.on_anomalies=fail"])]
+    done = subprocess.run([sys.executable, "-m", "pipeline.cli", "validate", *args], capture_output=True,
+                          text=True, cwd=REPO)
+    assert done.returncode == ExitCode.ANOMALIES == 3, done.stdout + done.stderr
+    # Without --verbose: one line per component (with its key counts), the summary, the error.
+    assert "WavExampleGen finished in" in done.stdout and "(files in 13; rejected 0)" in done.stdout
+    assert "ExampleValidator finished in" in done.stdout and "anomalies in train: clipping_ratio" in done.stdout
+    assert "exit code 3 (anomalies)" in done.stdout
+    assert "ExampleValidator found anomalies in the data: train: clipping_ratio" in done.stderr
+    printed = (done.stdout + done.stderr).splitlines()
+    assert len(printed) < 40 and not any("INFO" in line or "Warning" in line for line in printed), printed
+    run = summary.latest_run(str(tmp_path / "fail" / "metadata.sqlite"), "tfx-audio")
+    assert run.node_states["AnomaliesGate"] == "FAILED" and "Transform" not in run.node_states
 
-    config = _run(tmp_path, "warn", clipped, ["validation.on_anomalies=warn"])
-    run = summary.latest_run(config.metadata_sqlite, config.name)
+    code, run = _validate(tmp_path, "warn", clipped, ["validation.on_anomalies=warn"])
+    assert code == ExitCode.OK
     assert run.node_states["AnomaliesGate"] == "COMPLETE"
     assert list(run.anomalies) == ["train"] and any(features.CLIPPING_RATIO in a for a in run.anomalies["train"])
     assert "anomalies in train: clipping_ratio" in run.text()
 
     # The bound is the setting's: raised, the same data passes in fail mode.
-    config = _run(tmp_path, "raised", clipped, ["validation.on_anomalies=fail",
-                                                "validation.max_clipping_ratio=1.0"])
-    run = summary.latest_run(config.metadata_sqlite, config.name)
+    code, run = _validate(tmp_path, "raised", clipped, ["validation.on_anomalies=fail",
+                                                        "validation.max_clipping_ratio=1.0"])
+    assert code == ExitCode.OK
     assert run.node_states["AnomaliesGate"] == "COMPLETE" and run.anomalies == {}

@@ -10,7 +10,7 @@ import hashlib
 import os
 from typing import Any, Optional
 
-from google.protobuf import struct_pb2
+from google.protobuf import json_format, struct_pb2
 from tfx import v1 as tfx
 from tfx.components.example_gen import driver
 from tfx.components.example_gen import utils as example_gen_utils
@@ -18,9 +18,10 @@ from tfx.components.example_gen.component import FileBasedExampleGen
 from tfx.dsl.components.base import executor_spec
 from tfx.dsl.io import fileio
 from tfx.types import standard_component_specs
+from tfx.utils import proto_utils
 
 from components.config import INGEST_OPTIONS, DataConfig
-from components.wav_example_gen import executor
+from components.wav_example_gen import executor, spans
 
 
 class Driver(driver.FileBasedDriver):
@@ -29,10 +30,23 @@ class Driver(driver.FileBasedDriver):
     the split pattern, so an edited label would otherwise reuse a cached, stale run."""
 
     def resolve_exec_properties(self, exec_properties, pipeline_info, component_info):
+        splits = _splits(exec_properties)  # before TFX fills their {SPAN} with the newest span
+        pattern = splits[0].pattern
         exec_properties = super().resolve_exec_properties(exec_properties, pipeline_info, component_info)
         input_base = exec_properties[standard_component_specs.INPUT_BASE_KEY]
         options = executor.ingest_options(exec_properties)
         lines = [exec_properties[example_gen_utils.FINGERPRINT_PROPERTY_NAME]]
+        if spans.span_depth(pattern) is not None:  # the newest N spans: read and fingerprinted
+            newest = spans.newest(input_base, pattern, int(options["latest_spans"]),
+                                  int(exec_properties[example_gen_utils.SPAN_PROPERTY_NAME]))
+            for span in newest[:-1]:  # TFX fingerprinted the newest; the others as TFX would, one by one
+                processor = self.get_input_processor(
+                    splits=splits, input_base_uri=input_base, range_config=tfx.proto.RangeConfig(
+                        static_range=tfx.proto.StaticRange(start_span_number=span, end_span_number=span)))
+                processor.resolve_span_and_version()
+                lines.append(f"span {span}: {processor.get_input_fingerprint(span, None)}")
+            exec_properties[standard_component_specs.CUSTOM_CONFIG_KEY] = _with_options(
+                exec_properties[standard_component_specs.CUSTOM_CONFIG_KEY], span_pattern=pattern, spans=newest)
         for key in ("metadata_file", "segments_file"):
             path = os.path.join(input_base, options[key])
             digest = "absent"
@@ -42,6 +56,29 @@ class Driver(driver.FileBasedDriver):
             lines.append(f"{options[key]}: sha256 {digest}")
         exec_properties[example_gen_utils.FINGERPRINT_PROPERTY_NAME] = "\n".join(lines)
         return exec_properties
+
+
+def _splits(exec_properties):
+    input_config = tfx.proto.Input()
+    proto_utils.json_to_proto(exec_properties[standard_component_specs.INPUT_CONFIG_KEY], input_config)
+    return input_config.splits
+
+
+def _pack(options) -> tfx.proto.CustomConfig:
+    packed = struct_pb2.Struct()
+    packed.update({k: list(v) if isinstance(v, (list, tuple)) else v for k, v in options.items()})
+    custom_config = tfx.proto.CustomConfig()
+    custom_config.custom_config.Pack(packed)
+    return custom_config
+
+
+def _with_options(custom_config_json: str, **added) -> str:
+    """The component's custom_config (its options) with `added` set, as JSON."""
+    custom_config = tfx.proto.CustomConfig()
+    proto_utils.json_to_proto(custom_config_json, custom_config)
+    packed = struct_pb2.Struct()
+    custom_config.custom_config.Unpack(packed)
+    return proto_utils.proto_to_json(_pack({**json_format.MessageToDict(packed), **added}))
 
 
 class WavExampleGen(FileBasedExampleGen):
@@ -58,10 +95,7 @@ class WavExampleGen(FileBasedExampleGen):
         unknown = sorted(set(options) - set(INGEST_OPTIONS))
         if unknown:
             raise TypeError(f"WavExampleGen: unknown option(s) {unknown}; known: {list(INGEST_OPTIONS)}")
-        packed = struct_pb2.Struct()
-        packed.update({k: list(v) if isinstance(v, (list, tuple)) else v for k, v in options.items()})
-        custom_config = tfx.proto.CustomConfig()
-        custom_config.custom_config.Pack(packed)
+        custom_config = _pack(options)
         super().__init__(
             input_base=input_base,
             input_config=tfx.proto.Input(splits=[

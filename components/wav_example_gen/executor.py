@@ -42,6 +42,7 @@ from tfx.utils import proto_utils
 from components import audio_io, features, snr_metrics
 from components.config import INGEST_OPTIONS, LAYOUTS, SEGMENTATIONS, DataConfig, FeatureConfig
 from components.wav_example_gen import noise_mix, segments
+from components.wav_example_gen import spans as spans_lib
 
 REPORT_DIR_KEY = "_tfx_audio_report_dir"
 REJECTS_FILE = "rejects.jsonl"
@@ -221,13 +222,15 @@ class _ToExamples(beam.DoFn):
         return audio_io.AudioFile(path)
 
     def _names(self, source: str, meta: Dict[str, str]) -> Tuple[str, str]:
-        """(label folder part, clean reference name)."""
-        clean_name, folders = meta.get("clean_file_name", ""), source
+        """(label folder part, clean reference name); under a span folder, from inside it."""
+        depth = spans_lib.span_depth(self._options.get("span_pattern") or "") or 0
+        span_folder = "".join(part + "/" for part in source.split("/")[:depth])
+        clean_name, folders = meta.get("clean_file_name", ""), source[len(span_folder):]
         if self._options["layout"] == "paired":
-            if not source.startswith(NOISY_DIR):
-                raise audio_io.AudioError(f"data.layout=paired reads files under {NOISY_DIR} only")
-            folders = source[len(NOISY_DIR):]
-            clean_name = clean_name or CLEAN_DIR + folders
+            if not folders.startswith(NOISY_DIR):
+                raise audio_io.AudioError(f"data.layout=paired reads files under {span_folder}{NOISY_DIR} only")
+            folders = folders[len(NOISY_DIR):]
+            clean_name = clean_name or span_folder + CLEAN_DIR + folders
             if not FileSystems.exists(self._path(clean_name)):
                 raise audio_io.AudioError(f"paired layout: no clean reference {clean_name}")
         return folders, clean_name
@@ -400,11 +403,15 @@ def _WavToExample(pipeline: beam.Pipeline, exec_properties: Dict[str, Any],
     """Reads input_base/split_pattern (with metadata.csv and segments.csv) into tf.Examples."""
     input_base = exec_properties[standard_component_specs.INPUT_BASE_KEY]
     options = ingest_options(exec_properties)
-    files = (
-        pipeline
-        | "MatchFiles" >> fileio.MatchFiles(os.path.join(input_base, split_pattern),
-                                            empty_match_treatment=fileio.EmptyMatchTreatment.ALLOW)
-        | "KeyBySource" >> beam.Map(lambda m: (_relative(m.path, input_base), True)))
+    # With {SPAN} in the pattern the driver chose the newest spans to read (spans.py); TFX
+    # filled split_pattern with the newest alone.
+    patterns = [spans_lib.with_span(options["span_pattern"], int(span)) for span in options["spans"]] \
+        if options.get("spans") else [split_pattern]
+    matched = [pipeline | f"MatchFiles[{pattern}]" >> fileio.MatchFiles(
+        os.path.join(input_base, pattern), empty_match_treatment=fileio.EmptyMatchTreatment.ALLOW)
+        for pattern in patterns]
+    files = (matched | "AllMatched" >> beam.Flatten()
+             | "KeyBySource" >> beam.Map(lambda m: (_relative(m.path, input_base), True)))
     meta = pipeline | "Metadata" >> beam.Create(sorted(read_metadata(input_base, options["metadata_file"]).items()))
     spans = pipeline | "Spans" >> beam.Create(sorted(read_segments(input_base, options["segments_file"]).items()))
     outputs = (

@@ -1,0 +1,132 @@
+"""One line per component while a local run goes, instead of TFX's thousands of log lines.
+
+LocalDagRunner runs the components one after another and logs "Component X is running."
+and "Component X is finished."; this handler turns those records into a start line and a
+finish line with the duration and the component's key counts, read from ML Metadata
+between two components (nothing else writes to it then).
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import re
+import sys
+import time
+from typing import Callable, Dict, Iterator, List, Optional, TextIO
+
+import tensorflow_data_validation as tfdv
+from absl import logging as absl_logging
+from ml_metadata.proto import metadata_store_pb2
+
+from components import schema
+from pipeline import summary
+
+_RECORD = re.compile(r"^Component (\S+) is (running|finished)\.$")
+# The artifact properties worth a word in a component's line, by component.
+_COUNTS = {"WavExampleGen": {"num_input_files": "files in {:d}", "num_rejected": "rejected {:d}"},
+           "Evaluator": {"blessed": "blessed {}"}, "Pusher": {"pushed": "pushed {}"}}
+
+
+def _node_execution(store, pipeline_name: str, node: str) -> Optional[metadata_store_pb2.Execution]:
+    context = store.get_context_by_type_and_name("node", f"{pipeline_name}.{node}")
+    if context is None:
+        return None
+    executions = store.get_executions_by_context(context.id)
+    return max(executions, key=lambda e: e.id) if executions else None
+
+
+def _example_counts(statistics: metadata_store_pb2.Artifact) -> List[str]:
+    counts = []
+    for split in sorted(os.listdir(statistics.uri)):
+        path = os.path.join(statistics.uri, split, "FeatureStats.pb")
+        if split.startswith("Split-") and os.path.exists(path):
+            stats = tfdv.load_stats_binary(path)
+            counts.append(f"{split[len('Split-'):]} {stats.datasets[0].num_examples}")
+    return ["examples " + ", ".join(counts)] if counts else []
+
+
+def key_counts(where: summary.Metadata, pipeline_name: str, node: str) -> str:
+    """'cached; files in 192, rejected 0' for the latest execution of `node`."""
+    store = summary.open_store(where)
+    execution = _node_execution(store, pipeline_name, node)
+    if execution is None:
+        return ""
+    parts = []
+    if execution.last_known_state == metadata_store_pb2.Execution.CACHED:
+        parts.append("cached")
+    events = [e for e in store.get_events_by_execution_ids([execution.id])
+              if e.type == metadata_store_pb2.Event.OUTPUT]
+    for artifact in store.get_artifacts_by_id([e.artifact_id for e in events]):
+        for name, shown in _COUNTS.get(node, {}).items():
+            value = summary.prop(artifact, name)
+            if value is not None:
+                parts.append(shown.format(int(value)) if "{:d}" in shown else shown.format("yes" if value else "no"))
+        if node == "StatisticsGen":
+            parts += _example_counts(artifact)
+        if node == "ExampleValidator":
+            found = schema.read_anomalies(artifact.uri, json.loads(summary.prop(artifact, "split_names") or "[]"))
+            names = sorted({anomaly.split(":")[0] for found_in in found.values() for anomaly in found_in})
+            parts.append(f"anomalies in {', '.join(sorted(found))}: {', '.join(names)}" if found else "no anomalies")
+    return "; ".join(parts)
+
+
+class ComponentLines(logging.Handler):
+    """Prints '[12:00:01] Trainer started' and '[12:03:09] Trainer finished in 188.0 s (...)'."""
+
+    def __init__(self, counts: Callable[[str], str], out: Optional[TextIO] = None):
+        super().__init__(logging.INFO)
+        self._counts = counts
+        self._out = out  # None: whatever sys.stdout is when a line is written
+        self._started: Dict[str, float] = {}
+
+    def emit(self, record: logging.LogRecord) -> None:
+        match = _RECORD.match(record.getMessage())
+        if not match:
+            return
+        node, what = match.groups()
+        stamp = time.strftime("%H:%M:%S")
+        if what == "running":
+            self._started[node] = time.monotonic()
+            self._write(f"[{stamp}] {node} started")
+        else:
+            took = time.monotonic() - self._started.pop(node, time.monotonic())
+            try:
+                counts = self._counts(node)
+            except Exception as e:  # a progress line must never stop the run
+                counts = f"counts unavailable: {e}"
+            self._write(f"[{stamp}] {node} finished in {took:.1f} s" + (f" ({counts})" if counts else ""))
+
+    def _write(self, line: str) -> None:
+        out = self._out or sys.stdout
+        out.write(line + "\n")
+        out.flush()
+
+
+def quiet_logs(verbose: bool) -> None:
+    """TFX's and Beam's logs only with --verbose; errors always (the CLI mutes warnings and TF's C++ logs)."""
+    absl_logging.set_verbosity(absl_logging.INFO)  # the component records must reach the handler
+    if not verbose:
+        # TFX logs through absl's logger, Beam and others through their own; some of them add a
+        # handler to the root logger while the run goes. So: absl's records stop at its logger
+        # (errors printed there), everything else below ERROR is dropped at the root.
+        absl_logger = absl_logging.get_absl_logger()
+        absl_logger.propagate = False
+        if not any(getattr(h, "tfx_audio_errors", False) for h in absl_logger.handlers):
+            errors = logging.StreamHandler(sys.stderr)
+            errors.setLevel(logging.ERROR)
+            errors.tfx_audio_errors = True
+            absl_logger.addHandler(errors)
+        logging.getLogger().setLevel(logging.ERROR)
+
+
+@contextlib.contextmanager
+def component_lines(where: summary.Metadata, pipeline_name: str) -> Iterator[ComponentLines]:
+    """Prints the component lines of the runs inside the block."""
+    handler = ComponentLines(lambda node: key_counts(where, pipeline_name, node))
+    absl_logging.get_absl_logger().addHandler(handler)
+    try:
+        yield handler
+    finally:
+        absl_logging.get_absl_logger().removeHandler(handler)

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs one lock file exactly (every package pinned and hash-checked, nothing resolved)
+# and this project into a Python 3.10 venv. Shared by scripts/setup.sh (the full lock, an
+# editable install into .venv) and the Dockerfile (the runtime lock, a package install).
+#   bash scripts/install.sh VENV_DIR LOCK_FILE [editable|package]
+set -euo pipefail
+venv=$1 lock=$2 mode=${3:-editable}
+cd "$(dirname "$0")/.."
+
+PY=${PYTHON:-python3}
+if ! "$PY" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 10))' 2>/dev/null; then
+  for cand in python3.10 "$HOME/.pyenv/versions/3.10.13/bin/python"; do
+    if command -v "$cand" >/dev/null 2>&1 && "$cand" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 10))'; then PY=$cand; break; fi
+  done
+fi
+"$PY" -c 'import sys; assert sys.version_info[:2] == (3, 10), "tfx-audio needs Python 3.10 (TFX 1.16 wheels stop at 3.10); set PYTHON=/path/to/python3.10"'
+
+rm -rf "$venv"
+"$PY" -m venv "$venv"
+"$venv/bin/python" -m pip install -q --disable-pip-version-check 'uv==0.13.9'
+# uv pip sync installs exactly the pinned, hash-checked set and nothing else.
+"$venv/bin/uv" pip sync -q --python "$venv/bin/python" --require-hashes "$lock"
+if [ "$mode" = editable ]; then
+  "$venv/bin/uv" pip install -q --python "$venv/bin/python" --no-deps -e .
+else
+  "$venv/bin/uv" pip install -q --python "$venv/bin/python" --no-deps .
+fi
