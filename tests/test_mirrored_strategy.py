@@ -107,8 +107,11 @@ def test_two_replicas_step_as_one_replica_on_the_same_global_batch(runs, optimiz
     two, one = runs[optimizer]["two"], runs[optimizer]["one"]
     assert (two["replicas"], one["replicas"]) == (2, 1)
     assert two["start"] == one["start"]
-    np.testing.assert_allclose(two["loss"], one["loss"], rtol=1e-5)
-    np.testing.assert_allclose(two["grad_norm"], one["grad_norm"], rtol=1e-5)
+    # Float32 sums in another order (per replica, then across them): losses near 5e-4 have
+    # differed by 1.5e-5 relative (a fresh-clone CI failure at rtol 1e-5). The bugs this
+    # guards against (a mean of per-replica norms, a double all-reduce) are factors of 2.
+    np.testing.assert_allclose(two["loss"], one["loss"], rtol=1e-4)
+    np.testing.assert_allclose(two["grad_norm"], one["grad_norm"], rtol=1e-4)
     _close(two["first"], one["first"])
     _close(two["end"], one["end"])
     if optimizer == "sgd":
