@@ -29,12 +29,11 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tfx-audio", description=__doc__.split("\n")[0], epilog=_CODES)
     verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
 
-    def verb(name: str, help_text: str, config: bool = True) -> argparse.ArgumentParser:
+    def verb(name: str, help_text: str) -> argparse.ArgumentParser:
         sub = verbs.add_parser(name, help=help_text, description=help_text, epilog=_CODES)
-        if config:
-            sub.add_argument("--config", default=None, help="YAML config (pipeline/configs/*.yaml); defaults when omitted")
-            sub.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
-                             help="override one setting, e.g. --set trainer.epochs=3 (repeatable)")
+        sub.add_argument("--config", default=None, help="YAML config (pipeline/configs/*.yaml); defaults when omitted")
+        sub.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                         help="override one setting, e.g. --set trainer.epochs=3 (repeatable)")
         sub.add_argument("--verbose", action="store_true", help="show TFX's, Beam's and TensorFlow's logs")
         return sub
 
@@ -84,15 +83,14 @@ def _send(args, config) -> str:
     host = kfp_jobs.host(args.host, config.kubeflow.host)
     experiment = args.experiment or config.kubeflow.experiment
     name = args.name or f"{config.name} {datetime.datetime.now():%Y-%m-%d %H-%M-%S}"
-    if args.verb == "schedule":
-        kfp_jobs.cron(args.cron)  # a malformed expression fails before the compile
+    cron = kfp_jobs.cron(args.cron) if args.verb == "schedule" else None  # a malformed one fails before the compile
     with tempfile.TemporaryDirectory() as tmp:
         pkg = kfp_jobs.package(_compile(args, config, os.path.join(tmp, "job.json")), tmp)
         client = kfp.Client(host=host)
         if args.verb == "submit":
             return f"run {kfp_jobs.submit(client, pkg, experiment, name)} started on {host}"
-        recurring = kfp_jobs.schedule(client, pkg, experiment, name, args.cron, args.max_concurrency)
-        return f"recurring run {recurring} ({kfp_jobs.cron(args.cron)}) created on {host}"
+        recurring = kfp_jobs.schedule(client, pkg, experiment, name, cron, args.max_concurrency)
+        return f"recurring run {recurring} ({cron}) created on {host}"
 
 
 def _dispatch(args) -> int:

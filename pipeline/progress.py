@@ -10,13 +10,11 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import os
 import re
 import sys
 import time
-from typing import Callable, Dict, Iterator, List, Optional, TextIO
+from typing import Callable, Dict, Iterator, Optional, TextIO
 
-import tensorflow_data_validation as tfdv
 from absl import logging as absl_logging
 from ml_metadata.proto import metadata_store_pb2
 
@@ -37,16 +35,6 @@ def _node_execution(store, pipeline_name: str, node: str) -> Optional[metadata_s
     return max(executions, key=lambda e: e.id) if executions else None
 
 
-def _example_counts(statistics: metadata_store_pb2.Artifact) -> List[str]:
-    counts = []
-    for split in sorted(os.listdir(statistics.uri)):
-        path = os.path.join(statistics.uri, split, "FeatureStats.pb")
-        if split.startswith("Split-") and os.path.exists(path):
-            stats = tfdv.load_stats_binary(path)
-            counts.append(f"{split[len('Split-'):]} {stats.datasets[0].num_examples}")
-    return ["examples " + ", ".join(counts)] if counts else []
-
-
 def key_counts(where: summary.Metadata, pipeline_name: str, node: str) -> str:
     """'cached; files in 192, rejected 0' for the latest execution of `node`."""
     store = summary.open_store(where)
@@ -63,10 +51,12 @@ def key_counts(where: summary.Metadata, pipeline_name: str, node: str) -> str:
             value = summary.prop(artifact, name)
             if value is not None:
                 parts.append(shown.format(int(value)) if "{:d}" in shown else shown.format("yes" if value else "no"))
+        splits = sorted(json.loads(summary.prop(artifact, "split_names") or "[]"))
         if node == "StatisticsGen":
-            parts += _example_counts(artifact)
+            counts = summary.example_counts(artifact.uri, splits)
+            parts += ["examples " + ", ".join(f"{k} {v}" for k, v in counts.items())] if counts else []
         if node == "ExampleValidator":
-            found = schema.read_anomalies(artifact.uri, json.loads(summary.prop(artifact, "split_names") or "[]"))
+            found = schema.read_anomalies(artifact.uri, splits)
             names = sorted({anomaly.split(":")[0] for found_in in found.values() for anomaly in found_in})
             parts.append(f"anomalies in {', '.join(sorted(found))}: {', '.join(names)}" if found else "no anomalies")
     return "; ".join(parts)

@@ -108,6 +108,16 @@ def _describe(failure) -> str:
     return f"{failure.metric_key.name}: {what} {got} (needs >= {bound:.4g})"
 
 
+def example_counts(statistics_uri: str, splits) -> Dict[str, int]:
+    """Examples per split, from StatisticsGen's statistics (the splits that have them, in order)."""
+    counts = {}
+    for split in splits:
+        path = os.path.join(statistics_uri, f"Split-{split}", "FeatureStats.pb")
+        if os.path.exists(path):
+            counts[split] = int(tfdv.load_stats_binary(path).datasets[0].num_examples)
+    return counts
+
+
 def latest_run(where: Metadata, pipeline_name: str) -> RunSummary:
     store = open_store(where)
     runs = [c for c in store.get_contexts_by_type("pipeline_run") if c.name]
@@ -137,13 +147,8 @@ def latest_run(where: Metadata, pipeline_name: str) -> RunSummary:
             keyed.setdefault(key, []).append(by_id[event.artifact_id])
 
     examples = artifacts.get("WavExampleGen", {}).get("examples", [])
-    split_counts: Dict[str, int] = {}
     stats = artifacts.get("StatisticsGen", {}).get("statistics", [])
-    if stats:
-        for split in ("train", "eval", "test"):
-            path = os.path.join(stats[0].uri, f"Split-{split}", "FeatureStats.pb")
-            if os.path.exists(path):
-                split_counts[split] = int(tfdv.load_stats_binary(path).datasets[0].num_examples)
+    split_counts = example_counts(stats[0].uri, ("train", "eval", "test")) if stats else {}
     anomalies: Dict[str, List[str]] = {}
     for validated in artifacts.get("ExampleValidator", {}).get("anomalies", []):
         names = json.loads(prop(validated, "split_names") or "[]")
