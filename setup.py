@@ -26,6 +26,8 @@ setup(
         "webrtcvad-wheels>=2.0.11",
         "pydantic>=2,<3",
         "tqdm>=4",
+        "matplotlib>=3.8",
+        "jinja2>=3",
     ],
     entry_points={"console_scripts": ["tfx-audio=pipeline.cli:console"]},
     extras_require={

@@ -311,6 +311,16 @@ class KubeflowConfig:
 
 
 @dataclasses.dataclass
+class ReportConfig:
+    """The HTML run report (`tfx-audio report`, and the last step of `tfx-audio run`)."""
+    enabled: Bool = True  # write it at the end of every run
+    dir: Optional[str] = None  # default <output_dir>/reports; one folder per run inside
+    clips: Count = 3  # test windows to listen to
+    scan_examples: PositiveInt = 2000  # test windows read to find them and the longest recording
+    recording_max_s: Positive = 30.0  # the recording is cut here: its audio is embedded in the page
+
+
+@dataclasses.dataclass
 class PipelineConfig:
     name: str = "tfx-audio"
     output_dir: str = "outputs"  # pipeline root, ML Metadata and serving dir live here
@@ -328,6 +338,7 @@ class PipelineConfig:
     evaluator: EvaluatorConfig = dataclasses.field(default_factory=EvaluatorConfig)
     validation: ValidationConfig = dataclasses.field(default_factory=ValidationConfig)
     kubeflow: KubeflowConfig = dataclasses.field(default_factory=KubeflowConfig)
+    report: ReportConfig = dataclasses.field(default_factory=ReportConfig)
 
     def __post_init__(self):
         if self.evaluator.min_si_snr_improvement_db is not None and not self.trainer.denoiser.enabled:
@@ -371,15 +382,19 @@ class PipelineConfig:
     def serving_model_dir(self) -> str:
         return self.serving_dir or os.path.join(self.output_dir, "serving")
 
+    @property
+    def reports_dir(self) -> str:
+        return self.report.dir or os.path.join(self.output_dir, "reports")
+
     def to_dict(self) -> Dict[str, Any]:
         return dataclasses.asdict(self)
 
     def components_dict(self) -> Dict[str, Any]:
         """What the components get (custom_config): the settings of how the pipeline is run
-        (cache, metadata store, Kubeflow resources) left at their defaults, so that changing
-        them does not change the components' cache keys (TFX keys on custom_config)."""
+        (cache, metadata store, Kubeflow resources, the report) left at their defaults, so that
+        changing them does not change the components' cache keys (TFX keys on custom_config)."""
         return dataclasses.replace(self, enable_cache=False, metadata=MetadataConfig(),
-                                   kubeflow=KubeflowConfig()).to_dict()
+                                   kubeflow=KubeflowConfig(), report=ReportConfig()).to_dict()
 
     @classmethod
     def from_dict(cls, values: Dict[str, Any]) -> "PipelineConfig":

@@ -56,6 +56,8 @@ def make_eval_config(cfg: EvaluatorConfig, trainer: TrainerConfig, feature_cfg: 
         tfma.MetricConfig(class_name="ExampleCount"),
         tfma.MetricConfig(class_name="SparseCategoricalCrossentropy"),
         tfma.MetricConfig(class_name=tfma_recording.RecordingAccuracy.__name__, module=tfma_recording.__name__),
+        # Counts per (true, predicted) class: the run report's confusion matrix and per-class recall.
+        tfma.MetricConfig(class_name="MultiClassConfusionMatrixPlot"),
     ]
     if trainer.denoiser.enabled:
         si_snr_gate = ([] if cfg.min_si_snr_improvement_db is None else

@@ -21,7 +21,7 @@ from absl import logging
 from tfx import v1 as tfx
 from tfx_bsl.public import tfxio
 
-from components import features, resume, training_loop
+from components import features, progress_lines, resume, training_loop
 from components.export import export_saved_model
 from components.denoiser import si_snr
 from components.model import build_model, input_keys
@@ -217,6 +217,8 @@ def _train(model, optimizer, train_step, dist_ds, eval_ds, manager, log_dir, tcf
                         tf.summary.scalar(name, value)
                 logging.info("step %d/%d epoch %d " + " ".join(f"{k} %.4g" for k in scalars), step,
                              total_steps, epoch + 1, *scalars.values())
+                progress_lines.log("Trainer step %d/%d (epoch %d/%d): %.1f examples/s, loss %.4g", step,
+                                   total_steps, epoch + 1, tcfg.epochs, rate, scalars["loss"])
             if step % tcfg.checkpoint_every_steps == 0:
                 manager.save(checkpoint_number=step)
         results = evaluate(eval_ds)

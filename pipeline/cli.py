@@ -6,6 +6,7 @@
     tfx-audio submit    --config C --image I [--host H]           one run on Kubeflow Pipelines
     tfx-audio schedule  --config C --image I --cron '0 2 * * *'   a recurring run on Kubeflow Pipelines
     tfx-audio predict   [--model DIR | --config C] FILE|DIR ...  labels (and enhanced audio) of recordings
+    tfx-audio report    --config C                                the latest run's HTML report (again)
 
 Exit codes (pipeline/outcome.py): 0 done (run: pushed), 1 failed, 2 bad configuration or
 command line, 3 data anomalies, 4 not blessed.
@@ -20,7 +21,7 @@ import tempfile
 import warnings
 from typing import List, Optional
 
-VERBS = ("run", "validate", "compile", "submit", "schedule", "predict")
+VERBS = ("run", "validate", "compile", "submit", "schedule", "predict", "report")
 _CODES = ("exit codes: 0 done (run: blessed and pushed), 1 failed, 2 bad configuration or command line, "
           "3 data anomalies (validation), 4 trained but not blessed (nothing pushed)")
 
@@ -64,6 +65,8 @@ def _parser() -> argparse.ArgumentParser:
                                                       "the config's serving dir)")
     predict.add_argument("--out", default="predictions", help="output folder (default ./predictions)")
     predict.add_argument("--hop-s", type=float, default=None, help="seconds between windows (default: the window)")
+    verb("report", "write the HTML report of the latest run recorded in the config's ML Metadata "
+                   "(a run writes its own at the end; this one rewrites it, e.g. after report.* changes)")
     return parser
 
 
@@ -120,6 +123,9 @@ def _dispatch(args) -> int:
             print(f"{result.predicted} files predicted, {result.rejected} rejected "
                   f"(see {os.path.join(result.out_dir, 'rejects.csv')}); results in {result.out_dir}")
             return ExitCode.FAILED if result.rejected else ExitCode.OK
+        elif args.verb == "report":
+            from pipeline import metadata, report, summary
+            print(report.write(summary.latest_run(metadata.connection_config(config), config.name), config))
         else:
             print(_send(args, config))
     except ValueError as e:  # a missing image or host, a malformed cron

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
+import time
 from typing import Optional, Tuple
 
 import pipeline  # noqa: F401  (sets TF_USE_LEGACY_KERAS before TensorFlow loads)
@@ -42,6 +43,22 @@ def _unfinished(connection, pipeline_name: str) -> Optional[str]:
     return f"{last.run_id} ({', '.join(f'{n} {s}' for n, s in sorted(stopped.items()))})" if stopped else None
 
 
+def write_report(run_summary: summary.RunSummary, config: PipelineConfig, verbose: bool) -> Optional[str]:
+    """The run's HTML report (pipeline/report); a report that fails is said, and does not
+    change the run's exit code."""
+    from pipeline import report
+    started = time.monotonic()
+    try:
+        path = report.write(run_summary, config)
+        print(f"[{time.strftime('%H:%M:%S')}] run report written in {time.monotonic() - started:.1f} s", flush=True)
+        return path
+    except Exception as e:  # the run's outcome stands; the report is for people
+        if verbose:
+            logging.exception("the report failed")
+        print(f"tfx-audio: the run report failed: {type(e).__name__}: {e}", file=sys.stderr)
+        return None
+
+
 def run(config: PipelineConfig, validate_only: bool = False, verbose: bool = False,
         resume: bool = True) -> Tuple[outcome.ExitCode, Optional[summary.RunSummary]]:
     """Runs the pipeline (or its data half), prints one line per component and the summary.
@@ -72,6 +89,8 @@ def run(config: PipelineConfig, validate_only: bool = False, verbose: bool = Fal
     except RuntimeError as e:  # nothing was recorded: the run failed before its first component
         print(f"tfx-audio: {crashed or e} ({metadata.describe(connection)})", file=sys.stderr)
         return outcome.ExitCode.FAILED, None
+    if config.report.enabled:
+        run_summary.report = write_report(run_summary, config, verbose)
     print(run_summary.text(), flush=True)
     code = outcome.of_run(run_summary, crashed is not None, validate_only)
     if crashed is not None:

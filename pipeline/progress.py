@@ -18,10 +18,14 @@ from typing import Callable, Dict, Iterator, Optional, TextIO
 from absl import logging as absl_logging
 from ml_metadata.proto import metadata_store_pb2
 
-from components import schema
+from components import progress_lines, schema
 from pipeline import summary
 
 _RECORD = re.compile(r"^Component (\S+) is (running|finished)\.$")
+# Beam's DirectRunner in multi-processing mode passes its workers' log records on through this
+# logger, as text: 'Worker: severity: INFO ... message: "progress: ..." instruction_id: ...'.
+_BEAM_WORKERS = "apache_beam.runners.portability.local_job_service"
+_WORKER_MESSAGE = re.compile(r'message: "((?:[^"\\]|\\.)*)"')
 # The artifact properties worth a word in a component's line, by component.
 _COUNTS = {"WavExampleGen": {"num_input_files": "files in {:d}", "num_rejected": "rejected {:d}"},
            "Evaluator": {"blessed": "blessed {}"}, "Pusher": {"pushed": "pushed {}"}}
@@ -65,20 +69,33 @@ def key_counts(where: summary.Metadata, pipeline_name: str, node: str) -> str:
 class ComponentLines(logging.Handler):
     """Prints '[12:00:01] Trainer started' and '[12:03:09] Trainer finished in 188.0 s (...)'."""
 
-    def __init__(self, counts: Callable[[str], str], out: Optional[TextIO] = None):
+    def __init__(self, counts: Callable[[str], str], out: Optional[TextIO] = None, progress_every_s: float = 30.0):
         super().__init__(logging.INFO)
         self._counts = counts
         self._out = out  # None: whatever sys.stdout is when a line is written
         self._started: Dict[str, float] = {}
+        self._progress_every_s = progress_every_s
+        self._last_progress: Optional[float] = None  # when the last progress line was written
 
     def emit(self, record: logging.LogRecord) -> None:
-        match = _RECORD.match(record.getMessage())
+        message = record.getMessage()
+        if record.name == _BEAM_WORKERS:
+            found = _WORKER_MESSAGE.search(message)
+            message = found.group(1) if found else ""
+        if message.startswith(progress_lines.PREFIX):  # '[12:01:30]   Trainer step 40/300 ...'
+            now = time.monotonic()
+            if self._last_progress is None or now - self._last_progress >= self._progress_every_s:
+                self._last_progress = now
+                self._write(f"[{time.strftime('%H:%M:%S')}]   {message[len(progress_lines.PREFIX):]}")
+            return
+        match = _RECORD.match(message)
         if not match:
             return
         node, what = match.groups()
         stamp = time.strftime("%H:%M:%S")
         if what == "running":
             self._started[node] = time.monotonic()
+            self._last_progress = None  # a step's first progress line is always shown
             self._write(f"[{stamp}] {node} started")
         else:
             took = time.monotonic() - self._started.pop(node, time.monotonic())
@@ -94,20 +111,26 @@ class ComponentLines(logging.Handler):
         out.flush()
 
 
+def _errors_only(logger: logging.Logger) -> None:
+    """The logger's records stop at it, its errors printed there."""
+    logger.propagate = False
+    if not any(getattr(h, "tfx_audio_errors", False) for h in logger.handlers):
+        errors = logging.StreamHandler(sys.stderr)
+        errors.setLevel(logging.ERROR)
+        errors.tfx_audio_errors = True
+        logger.addHandler(errors)
+
+
 def quiet_logs(verbose: bool) -> None:
     """TFX's and Beam's logs only with --verbose; errors always (the CLI mutes warnings and TF's C++ logs)."""
     absl_logging.set_verbosity(absl_logging.INFO)  # the component records must reach the handler
     if not verbose:
         # TFX logs through absl's logger, Beam and others through their own; some of them add a
-        # handler to the root logger while the run goes. So: absl's records stop at its logger
-        # (errors printed there), everything else below ERROR is dropped at the root.
-        absl_logger = absl_logging.get_absl_logger()
-        absl_logger.propagate = False
-        if not any(getattr(h, "tfx_audio_errors", False) for h in absl_logger.handlers):
-            errors = logging.StreamHandler(sys.stderr)
-            errors.setLevel(logging.ERROR)
-            errors.tfx_audio_errors = True
-            absl_logger.addHandler(errors)
+        # handler to the root logger while the run goes. So: absl's records, and Beam's workers'
+        # (for their progress records), stop at their loggers (errors printed there), everything
+        # else below ERROR is dropped at the root.
+        _errors_only(absl_logging.get_absl_logger())
+        _errors_only(logging.getLogger(_BEAM_WORKERS))
         logging.getLogger().setLevel(logging.ERROR)
 
 
@@ -115,8 +138,12 @@ def quiet_logs(verbose: bool) -> None:
 def component_lines(where: summary.Metadata, pipeline_name: str) -> Iterator[ComponentLines]:
     """Prints the component lines of the runs inside the block."""
     handler = ComponentLines(lambda node: key_counts(where, pipeline_name, node))
+    workers = logging.getLogger(_BEAM_WORKERS)
+    workers.setLevel(logging.INFO)  # the workers' progress records; shown (as the rest) only with --verbose
     absl_logging.get_absl_logger().addHandler(handler)
+    workers.addHandler(handler)
     try:
         yield handler
     finally:
         absl_logging.get_absl_logger().removeHandler(handler)
+        workers.removeHandler(handler)

@@ -47,6 +47,9 @@ class RunSummary:
     blessed: bool
     pushed: bool
     pushed_destination: Optional[str]
+    # node -> its execution in this run (exec properties: the Evaluator's eval_config)
+    executions: Dict[str, metadata_store_pb2.Execution] = dataclasses.field(default_factory=dict)
+    report: Optional[str] = None  # the HTML run report's path, once written (pipeline/report)
 
     def text(self) -> str:
         lines = [f"tfx-audio run {self.run_id}"]
@@ -77,6 +80,8 @@ class RunSummary:
         if "Evaluator" in self.node_states:
             lines.append(f"  blessed: {self.blessed}; pushed: {self.pushed}"
                          + (f" -> {self.pushed_destination}" if self.pushed else ""))
+        if self.report:
+            lines.append(f"  report: {self.report}")
         return "\n".join(lines)
 
 
@@ -125,6 +130,7 @@ def latest_run(where: Metadata, pipeline_name: str) -> RunSummary:
         raise RuntimeError(f"no run of {pipeline_name} recorded in ML Metadata")
     run = max(runs, key=lambda c: c.create_time_since_epoch)
     node_states: Dict[str, str] = {}
+    executions: Dict[str, metadata_store_pb2.Execution] = {}
     artifacts: Dict[str, Dict[str, List[metadata_store_pb2.Artifact]]] = {}
     inputs: Dict[str, Dict[str, List[metadata_store_pb2.Artifact]]] = {}
     for execution in sorted(store.get_executions_by_context(run.id), key=lambda e: e.id):
@@ -132,6 +138,7 @@ def latest_run(where: Metadata, pipeline_name: str) -> RunSummary:
                  if c.name.startswith(pipeline_name + ".")]
         node = nodes[0][len(pipeline_name) + 1:] if nodes else str(execution.type)
         node_states[node] = metadata_store_pb2.Execution.State.Name(execution.last_known_state)
+        executions[node] = execution
         events = store.get_events_by_execution_ids([execution.id])
         by_id = {a.id: a for a in store.get_artifacts_by_id([e.artifact_id for e in events])}
         artifacts[node], inputs[node] = {}, {}
@@ -184,4 +191,5 @@ def latest_run(where: Metadata, pipeline_name: str) -> RunSummary:
         anomalies=anomalies, metrics=metrics, slice_metrics=slice_metrics, failed_checks=failed_checks,
         blessed=bool(blessing and prop(blessing[0], "blessed")),
         pushed=pushed,
-        pushed_destination=str(prop(pushed_model[0], "pushed_destination")) if pushed else None)
+        pushed_destination=str(prop(pushed_model[0], "pushed_destination")) if pushed else None,
+        executions=executions)

@@ -4,12 +4,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-# The tests also start a MariaDB server (ML Metadata on MySQL, tests/test_mysql_metadata.py);
-# the pipeline itself does not need one.
-if ! PATH="$PATH:/usr/sbin" command -v mariadbd >/dev/null 2>&1; then
-  echo "test: installing system package: mariadb-server"
+# System packages the tests need and the pipeline does not: a MariaDB server (ML Metadata on
+# MySQL, tests/test_mysql_metadata.py) and Chromium (the run report opened in a real browser,
+# tests/test_report.py). Installed with apt-get when missing.
+missing=()
+PATH="$PATH:/usr/sbin" command -v mariadbd >/dev/null 2>&1 || missing+=(mariadb-server)
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "test: installing system packages: ${missing[*]}"
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq mariadb-server >/dev/null
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 exec .venv/bin/python -m pytest -p no:cacheprovider "$@"

@@ -80,6 +80,8 @@ def test_retrain_workflow_passes_the_github_workflow_schema_and_calls_real_verbs
     assert 'exit "$code"' in scripts and "4) echo \"::warning::" in scripts
     upload = [s for s in steps if s.get("uses", "").startswith("actions/upload-artifact")]
     assert upload and upload[0]["if"] == "always()" and "run-summary.txt" in upload[0]["with"]["path"]
+    # The run reports go where the upload takes them from.
+    assert scripts.count("--set report.dir=reports") == 2 and "reports/" in upload[0]["with"]["path"].split()
 
 
 @pytest.mark.e2e

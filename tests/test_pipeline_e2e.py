@@ -1,11 +1,13 @@
 """End to end: the whole TFX pipeline on LocalDagRunner with SQLite ML Metadata,
 checked from MLMD and the artifacts, then a second, deliberately broken run that
 the Evaluator's gates keep from being pushed."""
+import csv
 import dataclasses
 import glob
 import io
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -23,6 +25,7 @@ from pipeline import demo_data, local_runner
 from pipeline.outcome import ExitCode
 from components.config import load_config
 from components.model import build_model, input_keys
+from tests.test_report import ARTIFACTS, assert_report_renders
 from tests.test_wav_example_gen import _read_examples, _value, assert_seconds_add_up
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -179,6 +182,8 @@ def test_pipeline_resumes_after_a_crash_trains_blesses_pushes_and_refuses_a_brok
     enhanced, rate = soundfile.read(io.BytesIO(whole[features.OUT_ENHANCED_WAV].numpy()), dtype="float32")
     assert rate == features.SAMPLE_RATE and enhanced.shape == long_noisy.shape
 
+    _assert_report(first, "report-e2e.png")
+
     # Second run: a deliberately broken model (learning rate 0: the weights stay random).
     # The resolver hands the first run's blessed model to the Evaluator as its baseline;
     # the broken one fails the floors and the comparison, and is not pushed.
@@ -194,6 +199,46 @@ def test_pipeline_resumes_after_a_crash_trains_blesses_pushes_and_refuses_a_brok
     assert {tfma_snr.SI_SNR_IMPROVEMENT, "sparse_categorical_accuracy"} <= failed, second.failed_checks
     pushed_versions = os.listdir(config.serving_model_dir)
     assert len(pushed_versions) == 1  # still only the first model
+    # Its report shows each check failed, with its value and bound, and the baseline's figures.
+    checks = _report_rows(second, "blessing_checks")
+    for check in checks:
+        value = second.metrics[check["metric"] + ("_diff" if check["check"] == "change vs baseline" else "")]
+        assert float(check["value"]) == pytest.approx(value, abs=1e-4) and check["outcome"] == "failed", check
+    assert {(c["metric"], c["check"]) for c in checks} == {
+        (m, kind) for m in ("sparse_categorical_accuracy", tfma_snr.SI_SNR_IMPROVEMENT)
+        for kind in ("floor", "change vs baseline")}
+    baseline = {row["metric"]: float(row["baseline"]) for row in _report_rows(second, "metrics")}
+    assert baseline["sparse_categorical_accuracy"] == pytest.approx(accuracy, abs=1e-4)
+
+
+def _report_rows(run, name):
+    with open(os.path.join(os.path.dirname(run.report), "data", f"{name}.csv")) as f:
+        return list(csv.DictReader(f))
+
+
+def _assert_report(run, screenshot):
+    """The run report: printed in the summary, every section rendered in Chromium, and its
+    numbers those of TFMA and the Trainer's events."""
+    assert run.report and f"report: {run.report}" in run.text()
+    items = assert_report_renders(run.report, os.path.join(ARTIFACTS, screenshot))
+    shutil.copytree(os.path.dirname(run.report), os.path.join(ARTIFACTS, "report-e2e"), dirs_exist_ok=True)
+    assert {"inputs", "examples_by_label", "rejects_by_reason", "anomalies", "window_durations", "training_curves",
+            "metrics", "blessing_checks", "confusion_matrix", "recall_by_class", f"by_{features.NOISE_KIND}",
+            f"by_{features.SNR_BUCKET}", "test_clips", "recording_windows", "clip_0", "recording"} <= set(items), items
+    by_label = _report_rows(run, "examples_by_label")
+    assert sum(int(row["test"]) for row in by_label) == run.split_counts["test"]
+    cells = _report_rows(run, "confusion_matrix")  # TFMA's counts: they add up to its accuracy
+    total = sum(float(c["examples"]) for c in cells)
+    assert total == run.split_counts["test"]
+    assert sum(float(c["examples"]) for c in cells if c["true"] == c["predicted"]) / total == pytest.approx(
+        run.metrics["sparse_categorical_accuracy"], abs=1e-6)
+    tags = {row["tag"] for row in _report_rows(run, "training_curves")}
+    assert {"loss", "learning_rate", "train_accuracy", "train_si_snr_db", "eval_accuracy"} <= tags, tags
+    kinds = {row["slice"] for row in _report_rows(run, f"by_{features.NOISE_KIND}")}
+    assert kinds == {name.split(f"{features.NOISE_KIND}=")[1] for name in run.slice_metrics
+                     if f"{features.NOISE_KIND}=" in name}
+    signals = {row["signal"] for row in _report_rows(run, "clip_0")}
+    assert signals == {"noisy", "enhanced", "clean"}, signals
 
 
 @pytest.mark.e2e
@@ -206,7 +251,8 @@ def test_production_config_runs_end_to_end_with_a_tiny_wav2vec2_loaded_from_disk
         "data.split_buckets={train: 6, eval: 2, test: 2}", "beam_args=[]",
         f"trainer.wav2vec2.pretrained={pretrained}", "trainer.epochs=2", "trainer.batch_size=8",
         "trainer.grad_accum_steps=2", "evaluator.min_accuracy=0.0",
-        "features.clip_seconds=1.0", "data.min_segment_s=0.2"])  # 10-s windows of 1-s keywords would be padding
+        "features.clip_seconds=1.0", "data.min_segment_s=0.2",  # 10-s windows of 1-s keywords would be padding
+        "report.enabled=false"])  # the demo run's report is tested above
     assert config.trainer.backbone == "wav2vec2" and config.trainer.learning_rate == 3e-5
     run = _run(config)
     assert all(state == "COMPLETE" for state in run.node_states.values()), run.node_states

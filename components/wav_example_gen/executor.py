@@ -21,6 +21,7 @@ import io
 import json
 import os
 import re
+import time
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 import apache_beam as beam
@@ -39,7 +40,7 @@ from tfx.proto import example_gen_pb2
 from tfx.types import artifact_utils, standard_component_specs
 from tfx.utils import proto_utils
 
-from components import audio_io, features, snr_metrics
+from components import audio_io, features, progress_lines, snr_metrics
 from components.config import INGEST_OPTIONS, LAYOUTS, SEGMENTATIONS, DataConfig, FeatureConfig
 from components.wav_example_gen import noise_mix, segments
 from components.wav_example_gen import spans as spans_lib
@@ -50,6 +51,7 @@ SECONDS_FILE = "seconds.json"
 ACCEPTED_FILE = "accepted_count.txt"
 AUGMENTED_FILE = "noisy_copies_count.txt"
 REJECTS_TAG, SECONDS_TAG = "rejects", "seconds"
+_PROGRESS_EVERY_S = 10.0
 NOISY_DIR, CLEAN_DIR = "noisy/", "clean/"  # the paired layout's folders
 _METADATA_COLUMNS = ("file_name", "label", "group", "clean_file_name", "noise_kind", "snr_db")
 _SEGMENT_COLUMNS = ("file_name", "start_s", "end_s", "label")
@@ -192,6 +194,20 @@ class _ToExamples(beam.DoFn):
         self._rejected = beam.metrics.Metrics.counter("wav_example_gen", "rejected")
         self._accepted = beam.metrics.Metrics.counter("wav_example_gen", "accepted")
 
+    def setup(self):
+        # Progress of this DoFn instance (one per worker thread), logged every _PROGRESS_EVERY_S.
+        self._files, self._seconds_read = 0, 0.0
+        self._started = self._logged = time.monotonic()
+
+    def _progress(self) -> None:
+        self._files += 1
+        now = time.monotonic()
+        if now - self._logged >= _PROGRESS_EVERY_S:
+            self._logged, took = now, now - self._started
+            progress_lines.log("WavExampleGen: a worker has read %d files, %.0f s of audio, in %.0f s "
+                               "(%.1f files/s, %.0fx real time)", self._files, self._seconds_read, took,
+                               self._files / took, self._seconds_read / took)
+
     def _path(self, name: str) -> str:
         """input_base/name; refused when it leaves input_base (an absolute name, `..`, or
         a symbolic link to elsewhere, /dev/zero included)."""
@@ -261,6 +277,10 @@ class _ToExamples(beam.DoFn):
                              float(o["min_segment_s"]), speech)
 
     def process(self, keyed: Tuple[str, Dict[str, List[Any]]]) -> Iterable[Any]:
+        yield from self._file(keyed)
+        self._progress()
+
+    def _file(self, keyed: Tuple[str, Dict[str, List[Any]]]) -> Iterable[Any]:
         source, grouped = keyed
         metas, spans = grouped["meta"], grouped["spans"]
         meta = metas[0] if metas else {}
@@ -271,6 +291,7 @@ class _ToExamples(beam.DoFn):
                 raise audio_io.AudioError(f"listed in {where} but the file does not exist")
             with self._open(source) as audio:
                 seconds = audio.duration_s
+                self._seconds_read += seconds
                 if seconds > float(self._options["max_duration_s"]):
                     raise audio_io.AudioError(f"{seconds:.1f} s long, over the "
                                               f"{self._options['max_duration_s']} s limit (data.max_duration_s)")

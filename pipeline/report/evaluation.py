@@ -1,0 +1,136 @@
+"""The report's evaluation section, from the Evaluator's TFMA output: the overall
+metrics of the candidate and the baseline, each blessing check with its value and
+bound, accuracy per class with the confusion matrix, and the metrics per slice
+(noise kind, input-SNR bucket)."""
+from __future__ import annotations
+
+from typing import Dict, List, Optional
+
+import numpy as np
+import tensorflow_model_analysis as tfma
+import tensorflow_transform as tft
+from google.protobuf import json_format
+
+from components import features, tfma_recording, tfma_snr
+from pipeline import summary
+from pipeline.report import plots
+from pipeline.report.model import Item, Section
+
+ACCURACY = "sparse_categorical_accuracy"
+_SLICE_COLUMNS = ("example_count", ACCURACY, tfma_snr.SI_SNR_IMPROVEMENT, tfma_snr.SNR_IMPROVEMENT)
+_CONFUSION = "multiClassConfusionMatrixAtThresholds"
+
+
+def _overall(run: summary.RunSummary) -> Item:
+    """Candidate, baseline and change per metric; TFMA reports the change (candidate -
+    baseline) as <metric>_diff when there is a baseline, so the baseline is candidate - change."""
+    rows = []
+    for name, value in sorted(run.metrics.items()):
+        if name.endswith("_diff"):
+            continue
+        change = run.metrics.get(f"{name}_diff")
+        rows.append({"metric": name, "candidate": round(value, 4),
+                     "baseline": None if change is None else round(value - change, 4),
+                     "change": None if change is None else round(change, 4)})
+    has_baseline = any(row["change"] is not None for row in rows)
+    return Item("metrics", "Test-split metrics: the candidate and the baseline (the latest blessed model)", rows,
+                caption="" if has_baseline else "no blessed model before this one: no baseline")
+
+
+def _checks(run: summary.RunSummary, result_uri: str) -> Item:
+    """Each threshold of the EvalConfig the Evaluator ran with, its value, bound and outcome."""
+    execution = run.executions["Evaluator"]
+    eval_config = json_format.Parse(execution.custom_properties["eval_config"].string_value, tfma.EvalConfig())
+    failed = {(f.metric_key.name, f.metric_key.is_diff)
+              for per_slice in tfma.load_validation_result(result_uri).metric_validations_per_slice
+              for f in per_slice.failures}
+    rows = []
+    thresholds = tfma.metrics.metric_thresholds_from_metrics_specs(eval_config.metrics_specs, eval_config=eval_config)
+    for key, bounds in sorted(thresholds.items(), key=lambda kv: (kv[0].name, kv[0].is_diff)):
+        for _, bound in bounds:
+            value = run.metrics.get(f"{key.name}_diff" if key.is_diff else key.name)
+            kind, limit = (("change vs baseline", bound.absolute.value) if key.is_diff
+                           else ("floor", bound.lower_bound.value))
+            outcome = ("failed" if (key.name, key.is_diff) in failed else
+                       "not checked (no baseline)" if value is None else "passed")
+            rows.append({"metric": key.name, "check": kind, "value": None if value is None else round(value, 4),
+                         "bound": f">= {limit:.4g}", "outcome": outcome})
+    verdict = "blessed" if run.blessed else "not blessed"
+    pushed = f"pushed to {run.pushed_destination}" if run.pushed else "not pushed"
+    return Item("blessing_checks", f"Blessing: {verdict}, {pushed}", rows)
+
+
+def _label_names(run: summary.RunSummary) -> Optional[List[str]]:
+    graph = (run.artifacts.get("Transform", {}).get("transform_graph")
+             or run.inputs.get("Trainer", {}).get("transform_graph") or [])
+    if not graph:
+        return None
+    return [v.decode() if isinstance(v, bytes) else v
+            for v in tft.TFTransformOutput(graph[0].uri).vocabulary_by_name(features.LABEL_VOCAB)]
+
+
+def _confusion(result: tfma.EvalResult, labels: List[str]) -> List[Item]:
+    overall = next((plots_ for key, plots_ in result.plots or [] if key == ()), None)
+    matrices = (overall or {}).get("", {}).get("", {}).get(_CONFUSION, {}).get("matrices", [])
+    if not matrices:
+        return []
+    matrix = np.zeros((len(labels), len(labels)))
+    for entry in matrices[0].get("entries", []):  # proto JSON leaves out zeros: class 0, empty cells
+        predicted = int(entry.get("predictedClassId", 0))
+        if 0 <= predicted < len(labels):
+            matrix[int(entry.get("actualClassId", 0)), predicted] += float(entry.get("numWeightedExamples", 0.0))
+    cells = [{"true": labels[i], "predicted": labels[j], "examples": matrix[i, j]}
+             for i in range(len(labels)) for j in range(len(labels))]
+    totals = matrix.sum(axis=1)
+    recall = [{"label": name, "examples": totals[i],
+               "recall": round(matrix[i, i] / totals[i], 4) if totals[i] else None} for i, name in enumerate(labels)]
+    return [Item("confusion_matrix", "Confusion matrix (test split)", cells, plots.confusion(matrix, labels)),
+            Item("recall_by_class", "Recall per class (test split)", recall,
+                 plots.bars(recall, "label", ["recall"], "recall"))]
+
+
+def _order(value: str):
+    """Input-SNR buckets ("0-5", "5-10", "10-20") by their lower edge; names by name."""
+    try:
+        return 0, float(value.split("-")[0]), value
+    except ValueError:
+        return 1, 0.0, value
+
+
+def _slices(run: summary.RunSummary) -> List[Item]:
+    rows = [{"slice": name, **{column: round(values[column], 4) for column in _SLICE_COLUMNS if column in values}}
+            for name, values in sorted(run.slice_metrics.items())]
+    items = [Item("metrics_by_slice", "Metrics per slice (test split)", rows)] if rows else []
+    by_feature: Dict[str, List[dict]] = {}
+    for row in rows:  # "has_clean=1,noise_kind=hum": has_clean only narrows the slice to scored examples
+        columns = dict(part.split("=", 1) for part in row["slice"].split(","))
+        columns.pop(features.HAS_CLEAN, None)
+        if len(columns) == 1:
+            (feature, value), = columns.items()
+            by_feature.setdefault(feature, []).append({**row, "slice": value})
+    for feature, mine in sorted(by_feature.items()):
+        mine.sort(key=lambda row: _order(row["slice"]))
+        snr = [m for m in (tfma_snr.SI_SNR_IMPROVEMENT, tfma_snr.SNR_IMPROVEMENT) if any(m in row for row in mine)]
+        series, unit = (snr, "dB") if snr else ([ACCURACY], "accuracy")
+        items.append(Item(f"by_{feature}", f"By {feature} (test split)", mine, plots.bars(mine, "slice", series, unit)))
+    return items
+
+
+def section(run: summary.RunSummary) -> Section:
+    out = Section("Evaluation")
+    evaluation = run.artifacts.get("Evaluator", {}).get("evaluation", [])
+    if not evaluation:
+        out.notes.append("The Evaluator did not run in this run.")
+        return out
+    uri = evaluation[0].uri
+    out.items += [_overall(run), _checks(run, uri)]
+    labels = _label_names(run)
+    if labels:
+        out.items += _confusion(tfma.load_eval_result(uri), labels)
+    out.items += _slices(run)
+    if tfma_recording.RECORDING_ACCURACY in run.metrics:
+        out.notes.append(f"Per-recording accuracy (window probabilities averaged per source): "
+                         f"{run.metrics[tfma_recording.RECORDING_ACCURACY]:.4f}.")
+    out.notes.append("Held-out conditions (voices, noise kinds and a channel the training never saw) are not "
+                     "part of the evaluation yet; every figure here is in-domain.")
+    return out
