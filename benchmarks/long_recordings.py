@@ -78,6 +78,7 @@ def _child_dofn(recording: str) -> dict:
     options = {name: getattr(DataConfig(), name) for name in INGEST_OPTIONS}
     options.update(segment_s=10.0, hop_s=10.0, min_segment_s=1.0)
     dofn = wav_executor._ToExamples(os.path.dirname(recording), options)
+    dofn.setup()  # as Beam does before the first element
     start, count, rejected = time.time(), 0, []
     meta = [{"label": "call"}]
     for output in dofn.process((os.path.basename(recording), {"file": [True], "meta": meta, "spans": []})):

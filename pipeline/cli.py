@@ -145,8 +145,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     # clients' warnings about the Python version (3.10 is TFX 1.16's newest), go with the logs.
     if not args.verbose:
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-        for category in (FutureWarning, DeprecationWarning, UserWarning):
+        categories = (FutureWarning, DeprecationWarning, UserWarning)
+        for category in categories:
             warnings.filterwarnings("ignore", category=category)
+        # The same for the processes Beam's DirectRunner starts (multi_processing mode).
+        os.environ.setdefault("PYTHONWARNINGS", ",".join(f"ignore::{c.__name__}" for c in categories))
     import pipeline  # noqa: F401  (sets TF_USE_LEGACY_KERAS before TensorFlow loads)
     return int(_dispatch(args))
 

@@ -126,11 +126,12 @@ def quiet_logs(verbose: bool) -> None:
     absl_logging.set_verbosity(absl_logging.INFO)  # the component records must reach the handler
     if not verbose:
         # TFX logs through absl's logger, Beam and others through their own; some of them add a
-        # handler to the root logger while the run goes. So: absl's records, and Beam's workers'
-        # (for their progress records), stop at their loggers (errors printed there), everything
-        # else below ERROR is dropped at the root.
-        _errors_only(absl_logging.get_absl_logger())
-        _errors_only(logging.getLogger(_BEAM_WORKERS))
+        # handler to the root logger while the run goes. So: absl's records, Beam's workers' and
+        # the progress records (which the lines show) stop at their loggers (errors printed
+        # there), everything else below ERROR is dropped at the root.
+        for logger in (absl_logging.get_absl_logger(), logging.getLogger(_BEAM_WORKERS),
+                       logging.getLogger(progress_lines.LOGGER)):
+            _errors_only(logger)
         logging.getLogger().setLevel(logging.ERROR)
 
 
@@ -140,10 +141,11 @@ def component_lines(where: summary.Metadata, pipeline_name: str) -> Iterator[Com
     handler = ComponentLines(lambda node: key_counts(where, pipeline_name, node))
     workers = logging.getLogger(_BEAM_WORKERS)
     workers.setLevel(logging.INFO)  # the workers' progress records; shown (as the rest) only with --verbose
-    absl_logging.get_absl_logger().addHandler(handler)
-    workers.addHandler(handler)
+    loggers = (absl_logging.get_absl_logger(), workers, logging.getLogger(progress_lines.LOGGER))
+    for logger in loggers:
+        logger.addHandler(handler)
     try:
         yield handler
     finally:
-        absl_logging.get_absl_logger().removeHandler(handler)
-        workers.removeHandler(handler)
+        for logger in loggers:
+            logger.removeHandler(handler)

@@ -19,8 +19,9 @@ def _worker(message: str) -> logging.LogRecord:
 def _lines(progress_every_s: float) -> list:
     out = io.StringIO()
     handler = ComponentLines(lambda node: "", out, progress_every_s=progress_every_s)
-    records = [logging.LogRecord("absl", logging.INFO, __file__, 1, message, None, None) for message in [
-        "Component WavExampleGen is running.", progress_lines.PREFIX + "WavExampleGen: 10 files"]]
+    records = [logging.LogRecord("absl", logging.INFO, __file__, 1, "Component WavExampleGen is running.", None, None),
+               logging.LogRecord(progress_lines.LOGGER, logging.INFO, __file__, 1,
+                                 progress_lines.PREFIX + "WavExampleGen: 10 files", None, None)]
     records += [_worker(progress_lines.PREFIX + "WavExampleGen: 20 files"), _worker("Beam's own INFO line")]
     records += [logging.LogRecord("absl", logging.INFO, __file__, 1, message, None, None) for message in [
         "Component WavExampleGen is finished.", "Component Trainer is running.", "an INFO line of TFX's",
