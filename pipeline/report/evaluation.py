@@ -39,7 +39,12 @@ def _overall(run: summary.RunSummary) -> Item:
 
 def _checks(run: summary.RunSummary, result_uri: str) -> Item:
     """Each threshold of the EvalConfig the Evaluator ran with, its value, bound and outcome."""
-    execution = run.executions["Evaluator"]
+    verdict = "blessed" if run.blessed else "not blessed"
+    pushed = f"pushed to {run.pushed_destination}" if run.pushed else "not pushed"
+    title = f"Blessing: {verdict}, {pushed}"
+    execution = run.executions.get("Evaluator")
+    if execution is None or "eval_config" not in execution.custom_properties:
+        return Item("blessing_checks", title, [], caption="the Evaluator's settings are not in ML Metadata")
     eval_config = json_format.Parse(execution.custom_properties["eval_config"].string_value, tfma.EvalConfig())
     failed = {(f.metric_key.name, f.metric_key.is_diff)
               for per_slice in tfma.load_validation_result(result_uri).metric_validations_per_slice
@@ -55,9 +60,7 @@ def _checks(run: summary.RunSummary, result_uri: str) -> Item:
                        "not checked (no baseline)" if value is None else "passed")
             rows.append({"metric": key.name, "check": kind, "value": None if value is None else round(value, 4),
                          "bound": f">= {limit:.4g}", "outcome": outcome})
-    verdict = "blessed" if run.blessed else "not blessed"
-    pushed = f"pushed to {run.pushed_destination}" if run.pushed else "not pushed"
-    return Item("blessing_checks", f"Blessing: {verdict}, {pushed}", rows)
+    return Item("blessing_checks", title, rows)
 
 
 def _label_names(run: summary.RunSummary) -> Optional[List[str]]:
