@@ -96,6 +96,20 @@ def _send(args, config) -> str:
         return f"recurring run {recurring} ({cron}) created on {host}"
 
 
+def _report(args, config) -> int:
+    """The latest run's report; any failure (no run recorded, an artifact or a recording gone) exits 1."""
+    from pipeline import metadata, report, summary
+    from pipeline.outcome import ExitCode
+    try:
+        print(report.write(summary.latest_run(metadata.connection_config(config), config.name), config))
+    except Exception as e:  # one line unless --verbose
+        if args.verbose:
+            raise
+        print(f"tfx-audio report failed: {type(e).__name__}: {e}", file=sys.stderr)
+        return ExitCode.FAILED
+    return ExitCode.OK
+
+
 def _dispatch(args) -> int:
     from components.config import ConfigError
     from pipeline.outcome import ExitCode
@@ -124,8 +138,7 @@ def _dispatch(args) -> int:
                   f"(see {os.path.join(result.out_dir, 'rejects.csv')}); results in {result.out_dir}")
             return ExitCode.FAILED if result.rejected else ExitCode.OK
         elif args.verb == "report":
-            from pipeline import metadata, report, summary
-            print(report.write(summary.latest_run(metadata.connection_config(config), config.name), config))
+            return _report(args, config)
         else:
             print(_send(args, config))
     except ValueError as e:  # a missing image or host, a malformed cron

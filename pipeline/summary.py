@@ -10,6 +10,7 @@ import json
 import os
 from typing import Dict, List, Optional, Union
 
+import tensorflow as tf
 import tensorflow_data_validation as tfdv
 import tensorflow_model_analysis as tfma
 from ml_metadata.metadata_store import metadata_store
@@ -118,7 +119,7 @@ def example_counts(statistics_uri: str, splits) -> Dict[str, int]:
     counts = {}
     for split in splits:
         path = os.path.join(statistics_uri, f"Split-{split}", "FeatureStats.pb")
-        if os.path.exists(path):
+        if tf.io.gfile.exists(path):
             counts[split] = int(tfdv.load_stats_binary(path).datasets[0].num_examples)
     return counts
 

@@ -183,6 +183,9 @@ def test_pipeline_resumes_after_a_crash_trains_blesses_pushes_and_refuses_a_brok
     assert rate == features.SAMPLE_RATE and enhanced.shape == long_noisy.shape
 
     _assert_report(first, "report-e2e.png")
+    # The resumed Trainer's curves start with the stopped execution's steps.
+    loss_steps = [int(row["step"]) for row in _report_rows(first, "training_curves") if row["tag"] == "loss"]
+    assert min(loss_steps) <= killed_at < max(loss_steps), (killed_at, loss_steps)
 
     # Second run: a deliberately broken model (learning rate 0: the weights stay random).
     # The resolver hands the first run's blessed model to the Evaluator as its baseline;
@@ -209,6 +212,8 @@ def test_pipeline_resumes_after_a_crash_trains_blesses_pushes_and_refuses_a_brok
         for kind in ("floor", "change vs baseline")}
     baseline = {row["metric"]: float(row["baseline"]) for row in _report_rows(second, "metrics")}
     assert baseline["sparse_categorical_accuracy"] == pytest.approx(accuracy, abs=1e-4)
+    # With a baseline TFMA keeps plots per model: the candidate's confusion matrix is still there.
+    assert sum(float(c["examples"]) for c in _report_rows(second, "confusion_matrix")) == second.split_counts["test"]
 
 
 def _report_rows(run, name):

@@ -12,7 +12,8 @@ import pytest
 import tensorflow as tf
 
 from components import audio_io, features
-from pipeline.report import page, plots, training
+from pipeline import report, summary
+from pipeline.report import evaluation, page, plots, training
 from pipeline.report.model import Item, Section, Sound
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -52,7 +53,7 @@ def assert_report_renders(path: str, screenshot: str) -> dict:
             tab.on("pageerror", lambda e: errors.append(str(e)))
             tab.on("requestfailed", lambda r: errors.append(f"failed to load {r.url[:80]}"))
             tab.goto("file://" + os.path.abspath(path), wait_until="load")
-            deadline = time.time() + 30  # audio metadata arrives after the load event
+            deadline = time.time() + 120  # audio metadata arrives after the load event (a busy CI machine)
             state = tab.evaluate(_INSPECT)
             while not all(a["ok"] or a["error"] for a in state["audio"]) and time.time() < deadline:
                 time.sleep(0.2)
@@ -110,3 +111,28 @@ def test_training_curves_keep_the_last_value_written_for_a_step_after_a_resume(t
     loss = [(row["step"], round(row["value"], 6)) for row in rows if row["tag"] == "loss"]
     assert loss == [(1, 0.9), (2, 0.8), (3, 0.5), (4, 0.4)]
     assert [row["step"] for row in rows if row["tag"] == "learning_rate"] == [1, 2, 3, 4]
+
+
+def _run(node_states, **fields) -> summary.RunSummary:
+    values = dict(run_id="r", node_states=node_states, artifacts={}, inputs={}, split_counts={}, input_files=0,
+                  rejected=0, rejects_file="", seconds={}, dropped_by_reason={}, rejected_unknown=0, metrics={},
+                  slice_metrics={}, anomalies={}, failed_checks=[], blessed=False, pushed=False,
+                  pushed_destination=None)
+    return summary.RunSummary(**{**values, **fields})
+
+
+def test_the_headline_says_how_the_run_ended():
+    gate = _run({"ExampleValidator": "COMPLETE", "AnomaliesGate": "FAILED"},
+                anomalies={"train": ["clipping_ratio: out of range"]})
+    assert report.verdict(gate) == "stopped: AnomaliesGate failed (anomalies in train: clipping_ratio: out of range)"
+    assert report.verdict(_run({"AnomaliesGate": "COMPLETE"})) == "data validated; no model trained in this run"
+    assert report.verdict(_run({"Evaluator": "COMPLETE"}, blessed=True, pushed=True)) == "blessed and pushed"
+    assert report.verdict(_run({"Evaluator": "COMPLETE"}, failed_checks=["accuracy: value 0.2"])) == \
+        "not blessed: accuracy: value 0.2"
+
+
+def test_slices_are_read_whole_and_snr_buckets_ordered_by_their_edges():
+    assert evaluation._columns("has_clean=1,noise_kind=street, busy") == {"has_clean": "1",
+                                                                          "noise_kind": "street, busy"}
+    names = ["10-20", "<-5", ">=20", "0-5", "-5-0", "5-10", "no_reference"]
+    assert sorted(names, key=evaluation._order) == ["<-5", "-5-0", "0-5", "5-10", "10-20", ">=20", "no_reference"]

@@ -17,10 +17,18 @@ def write(run: summary.RunSummary, config: PipelineConfig) -> str:
     from pipeline.report import data, evaluation, listening, page, training
 
     sections = [data.section(run), training.section(run), evaluation.section(run), listening.section(run, config)]
-    if "Evaluator" not in run.node_states:
-        verdict = "data validated; no model trained in this run"
-    else:
-        verdict = ("blessed and pushed" if run.pushed else "blessed" if run.blessed else "not blessed") + (
-            "" if run.blessed else ": " + "; ".join(run.failed_checks))
     out_dir = os.path.join(config.reports_dir, re.sub(r"[^\w.-]", "_", run.run_id))
-    return page.write(out_dir, f"tfx-audio run {run.run_id} ({config.name})", verdict, sections)
+    return page.write(out_dir, f"tfx-audio run {run.run_id} ({config.name})", verdict(run), sections)
+
+
+def verdict(run: summary.RunSummary) -> str:
+    """The page's headline: how the run ended."""
+    failed = sorted(node for node, state in run.node_states.items() if state == "FAILED")
+    if failed:
+        anomalies = "; ".join(f"{split}: {', '.join(found)}" for split, found in sorted(run.anomalies.items()))
+        return f"stopped: {', '.join(failed)} failed" + (f" (anomalies in {anomalies})" if anomalies else "")
+    if "Evaluator" not in run.node_states:
+        return "data validated; no model trained in this run"
+    if run.blessed:
+        return "blessed and pushed" if run.pushed else "blessed, not pushed"
+    return "not blessed" + (": " + "; ".join(run.failed_checks) if run.failed_checks else "")

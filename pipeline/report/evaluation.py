@@ -4,6 +4,7 @@ bound, accuracy per class with the confusion matrix, and the metrics per slice
 (noise kind, input-SNR bucket)."""
 from __future__ import annotations
 
+import re
 from typing import Dict, List, Optional
 
 import numpy as np
@@ -77,27 +78,43 @@ def _confusion(result: tfma.EvalResult, labels: List[str]) -> List[Item]:
     matrices = (overall or {}).get("", {}).get("", {}).get(_CONFUSION, {}).get("matrices", [])
     if not matrices:
         return []
-    matrix = np.zeros((len(labels), len(labels)))
+    matrix, unknown = np.zeros((len(labels), len(labels))), 0.0
     for entry in matrices[0].get("entries", []):  # proto JSON leaves out zeros: class 0, empty cells
-        predicted = int(entry.get("predictedClassId", 0))
-        if 0 <= predicted < len(labels):
-            matrix[int(entry.get("actualClassId", 0)), predicted] += float(entry.get("numWeightedExamples", 0.0))
+        actual, predicted = int(entry.get("actualClassId", 0)), int(entry.get("predictedClassId", 0))
+        count = float(entry.get("numWeightedExamples", 0.0))
+        if 0 <= actual < len(labels) and 0 <= predicted < len(labels):
+            matrix[actual, predicted] += count
+        else:  # -1: a test label the training split never had (the vocabulary is the training split's)
+            unknown += count
     cells = [{"true": labels[i], "predicted": labels[j], "examples": matrix[i, j]}
              for i in range(len(labels)) for j in range(len(labels))]
     totals = matrix.sum(axis=1)
     recall = [{"label": name, "examples": totals[i],
                "recall": round(matrix[i, i] / totals[i], 4) if totals[i] else None} for i, name in enumerate(labels)]
-    return [Item("confusion_matrix", "Confusion matrix (test split)", cells, plots.confusion(matrix, labels)),
+    caption = (f"{unknown:g} test examples have a label the training split does not have: not in the matrix"
+               if unknown else "")
+    return [Item("confusion_matrix", "Confusion matrix (test split)", cells, plots.confusion(matrix, labels),
+                 caption=caption),
             Item("recall_by_class", "Recall per class (test split)", recall,
                  plots.bars(recall, "label", ["recall"], "recall"))]
 
 
+_BUCKET = re.compile(r"^(<|>=)?(-?\d+(?:\.\d+)?)(?:-(-?\d+(?:\.\d+)?))?$")
+
+
 def _order(value: str):
-    """Input-SNR buckets ("0-5", "5-10", "10-20") by their lower edge; names by name."""
-    try:
-        return 0, float(value.split("-")[0]), value
-    except ValueError:
-        return 1, 0.0, value
+    """Input-SNR buckets ("<0", "0-5", "5-10", ">=20", as transform.snr_bucket_names names
+    them) by their edges; other values by name, after them."""
+    found = _BUCKET.match(value)
+    if not found:
+        return 1, 0.0, 0, value
+    return 0, float(found.group(2)), {"<": -1, None: 0, ">=": 1}[found.group(1)], value
+
+
+def _columns(name: str) -> Dict[str, str]:
+    """'has_clean=1,noise_kind=street, busy' -> {has_clean: 1, noise_kind: 'street, busy'}: a
+    comma starts a new column only before a feature name and '='."""
+    return dict(part.split("=", 1) for part in re.split(r",(?=[A-Za-z_]\w*=)", name))
 
 
 def _slices(run: summary.RunSummary) -> List[Item]:
@@ -106,7 +123,7 @@ def _slices(run: summary.RunSummary) -> List[Item]:
     items = [Item("metrics_by_slice", "Metrics per slice (test split)", rows)] if rows else []
     by_feature: Dict[str, List[dict]] = {}
     for row in rows:  # "has_clean=1,noise_kind=hum": has_clean only narrows the slice to scored examples
-        columns = dict(part.split("=", 1) for part in row["slice"].split(","))
+        columns = _columns(row["slice"])
         columns.pop(features.HAS_CLEAN, None)
         if len(columns) == 1:
             (feature, value), = columns.items()
@@ -129,7 +146,9 @@ def section(run: summary.RunSummary) -> Section:
     out.items += [_overall(run), _checks(run, uri)]
     labels = _label_names(run)
     if labels:
-        out.items += _confusion(tfma.load_eval_result(uri), labels)
+        # With a baseline TFX names the models candidate and baseline; TFMA then gives plots by name only.
+        compared = bool(run.inputs.get("Evaluator", {}).get("baseline_model"))
+        out.items += _confusion(tfma.load_eval_result(uri, model_name="candidate" if compared else None), labels)
     out.items += _slices(run)
     if tfma_recording.RECORDING_ACCURACY in run.metrics:
         out.notes.append(f"Per-recording accuracy (window probabilities averaged per source): "

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import base64
 import csv
+import io
 import os
 from typing import List
 
 import jinja2
+import tensorflow as tf
 
 from pipeline.report.model import Item, Section
 
@@ -75,27 +77,32 @@ def _columns(item: Item) -> List[str]:
     return list(seen)
 
 
+def _write(path: str, data) -> None:
+    """Writes str or bytes to a local path or a gs:// one (tf.io.gfile)."""
+    with tf.io.gfile.GFile(path, "wb" if isinstance(data, bytes) else "w") as f:
+        f.write(data)
+
+
 def _write_csv(path: str, item: Item) -> None:
-    with open(path, "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=_columns(item) or ["none"])
-        writer.writeheader()
-        writer.writerows(item.rows)
+    text = io.StringIO()
+    writer = csv.DictWriter(text, fieldnames=_columns(item) or ["none"])
+    writer.writeheader()
+    writer.writerows(item.rows)
+    _write(path, text.getvalue())
 
 
 def write(out_dir: str, title: str, verdict: str, sections: List[Section]) -> str:
     """Writes <out_dir>/report.html and <out_dir>/data/; returns the page's path."""
     data = os.path.join(out_dir, "data")
-    os.makedirs(data, exist_ok=True)
+    tf.io.gfile.makedirs(data)
     for section in sections:
         for item in section.items:
             _write_csv(os.path.join(data, f"{item.name}.csv"), item)
         for sound in section.sounds:
             _write_csv(os.path.join(data, f"{sound.spectrograms.name}.csv"), sound.spectrograms)
             for name, wav in sound.wavs.items():
-                with open(os.path.join(data, f"{sound.spectrograms.name}_{name}.wav"), "wb") as f:
-                    f.write(wav)
+                _write(os.path.join(data, f"{sound.spectrograms.name}_{name}.wav"), wav)
     page = os.path.join(out_dir, "report.html")
-    with open(page, "w") as f:
-        f.write(_TEMPLATE.render(title=title, verdict=verdict, sections=sections, columns=_columns,
-                                 png=lambda item: _b64(item.png), b64=_b64))
+    _write(page, _TEMPLATE.render(title=title, verdict=verdict, sections=sections, columns=_columns,
+                                  png=lambda item: _b64(item.png), b64=_b64))
     return page

@@ -76,9 +76,10 @@ def curves(rows: List[dict]) -> bytes:
 
 def confusion(matrix: np.ndarray, labels: Sequence[str]) -> bytes:
     """Rows: the true class; columns: the predicted one; counts in the cells."""
-    fig, ax = plt.subplots(figsize=(1.0 + 0.6 * len(labels), 0.8 + 0.6 * len(labels)))
+    side = min(1.0 + 0.6 * len(labels), 16.0)  # many classes: a fixed size, the counts in the CSV only
+    fig, ax = plt.subplots(figsize=(side, side))
     ax.imshow(matrix, cmap="Blues")
-    for (i, j), value in np.ndenumerate(matrix):
+    for (i, j), value in np.ndenumerate(matrix) if len(labels) <= 25 else ():
         ax.text(j, i, f"{value:g}", ha="center", va="center",
                 color="white" if value > matrix.max() / 2 else "black", fontsize="small")
     ax.set_xticks(range(len(labels)), labels, rotation=45, ha="right")

@@ -36,13 +36,20 @@ def section(run: summary.RunSummary) -> Section:
         out.notes.append("The Trainer did not run in this run.")
         return out
     rows = scalars(model_run[0].uri)
+    resumed = os.path.join(model_run[0].uri, resume.RESUMED_FILE)
+    if tf.io.gfile.exists(resumed):
+        with tf.io.gfile.GFile(resumed) as f:
+            start = json.load(f)
+        out.notes.append(f"Resumed after a crash from {start['checkpoint']} at step {start['step']}; the "
+                         f"curves up to that step are the stopped execution's.")
+        # <stopped execution's model_run>/checkpoints/ckpt-N: its events hold the steps before the resume.
+        stopped = os.path.dirname(os.path.dirname(start["checkpoint"]))
+        if stopped.rstrip("/") != model_run[0].uri.rstrip("/"):
+            rows = sorted([r for r in scalars(stopped) if r["step"] <= start["step"]] + rows,
+                          key=lambda r: (r["tag"], r["step"]))
     if rows:
         out.items.append(Item("training_curves", "Training curves (TensorBoard scalars)", rows, plots.curves(rows),
                               caption=f"from {model_run[0].uri}; eval_* are the Trainer's own eval split passes"))
     else:
         out.notes.append(f"No TensorBoard scalars in {model_run[0].uri}.")
-    resumed = os.path.join(model_run[0].uri, resume.RESUMED_FILE)
-    if tf.io.gfile.exists(resumed):
-        with tf.io.gfile.GFile(resumed) as f:
-            out.notes.append(f"Resumed after a crash: {json.load(f)}.")
     return out
