@@ -16,7 +16,7 @@ grows with the recording and exceeds TF Serving's default 4 MB gRPC messages.
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, Iterator, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 import soundfile
@@ -136,6 +136,10 @@ class RecordingModel:
     def denoises(self) -> bool:
         return self._denoise_chunk is not None
 
+    def serve_wav(self, wavs: Sequence[bytes]) -> Dict[str, tf.Tensor]:
+        """The `serve_wav` signature on a batch of WAV windows: probabilities, label (and enhanced_wav)."""
+        return self._serve_wav(wav=tf.constant(list(wavs)))
+
     def enhance(self, chunk: np.ndarray, mean: float, std: float) -> np.ndarray:
         out = self._denoise_chunk(waveform=tf.constant(chunk, tf.float32), mean=tf.constant(mean, tf.float32),
                                   std=tf.constant(std, tf.float32))
@@ -153,7 +157,7 @@ class RecordingModel:
             for i in range(0, len(spans), batch_size):
                 batch = spans[i:i + batch_size]
                 wavs = [audio_io.encode_pcm16_wav(audio.window(s, e)) for s, e in batch]
-                out = self._serve_wav(wav=tf.constant(wavs))
+                out = self.serve_wav(wavs)
                 probabilities.append(out[features.OUT_PROBABILITIES].numpy())
                 names += [v.decode() for v in out[features.OUT_LABEL].numpy()]
                 starts += [s for s, _ in batch]

@@ -71,16 +71,17 @@ def _rounded(value: Optional[float]) -> Optional[float]:
     return None if value is None else round(value, 2)
 
 
-def _clips(model, examples: List[tf.train.Example]) -> Tuple[Item, List[Sound]]:
+def _clips(model: RecordingModel, examples: List[tf.train.Example]) -> Tuple[Item, List[Sound]]:
     rows, sounds = [], []
     for i, example in enumerate(examples):
         noisy = _value(example, features.AUDIO)
-        out = model.signatures["serve_wav"](wav=tf.constant([noisy]))
+        out = model.serve_wav([noisy])
         wavs = {"noisy": noisy}
         if features.OUT_ENHANCED_WAV in out:
             wavs["enhanced"] = out[features.OUT_ENHANCED_WAV].numpy()[0]
-        if _value(example, features.CLEAN_AUDIO) is not None:
-            wavs["clean"] = _value(example, features.CLEAN_AUDIO)
+        clean = _value(example, features.CLEAN_AUDIO)
+        if clean is not None:
+            wavs["clean"] = clean
         probabilities = out[features.OUT_PROBABILITIES].numpy()[0]
         source = _value(example, features.SOURCE).decode()
         rows.append({"clip": i, "source": source, "offset_s": round(float(_value(example, features.OFFSET_S) or 0), 3),
@@ -126,11 +127,10 @@ def _bytes(path: str) -> bytes:
         return f.read()
 
 
-def _recording(config: PipelineConfig, model_path: str, source: str, tmp: str) -> Tuple[List[Item], Sound]:
+def _recording(config: PipelineConfig, recording: RecordingModel, source: str, tmp: str) -> Tuple[List[Item], Sound]:
     base = config.data.input_base
     noisy, seconds, whole = _cut(FileSystems.join(base, source), config.report.recording_max_s,
                                  os.path.join(tmp, "noisy.wav"))
-    recording = RecordingModel(model_path)
     result = recording.classify(noisy)
     rows = [{k: round(v, 4) if isinstance(v, float) else v for k, v in row.items()} for row in result.rows()]
     wavs = {"noisy": _bytes(noisy)}
@@ -155,13 +155,14 @@ def section(run: summary.RunSummary, config: PipelineConfig) -> Section:
         out.notes.append("No model was trained in this run: nothing to listen to.")
         return out
     examples, longest = _pick(run, config.report)
-    clips, out.sounds = _clips(tf.saved_model.load(path), examples)
+    model = RecordingModel(path)  # loaded once, for the clips and the recording
+    clips, out.sounds = _clips(model, examples)
     out.items.append(clips)
     if longest is None:
         out.notes.append("No test recording read from a file (only generated noisy copies).")
         return out
     with tempfile.TemporaryDirectory() as tmp:
-        items, sound = _recording(config, path, longest, tmp)
+        items, sound = _recording(config, model, longest, tmp)
     out.items += items
     out.sounds.append(sound)
     return out
