@@ -83,8 +83,12 @@ def assert_seconds_add_up(examples):
     _, rejects = wav_executor.read_report(os.path.join(examples.uri, "ingest_report"))
     assert seconds["seconds_rejected"] == pytest.approx(sum(r["seconds"] or 0.0 for r in rejects), abs=1e-6)
     assert seconds["rejected_of_unknown_length"] == sum(r["seconds"] is None for r in rejects)
+    written = _read_examples(examples.uri)
+    # Each split's size as the Trainer reads it (examples, serialized bytes): that of the files.
+    assert wav_executor.split_sizes(examples.uri) == {
+        name: {"examples": len(split), "bytes": sum(e.ByteSize() for e in split)} for name, split in written.items()}
     windows = {}
-    for split in _read_examples(examples.uri).values():
+    for split in written.values():
         for e in split:
             source = _value(e, features.SOURCE).decode()
             if "#noisy" not in source:

@@ -50,6 +50,7 @@ REJECTS_FILE = "rejects.jsonl"
 SECONDS_FILE = "seconds.json"
 ACCEPTED_FILE = "accepted_count.txt"
 AUGMENTED_FILE = "noisy_copies_count.txt"
+SPLIT_SIZE_FILE = "split-{}.json"  # {"examples": N, "bytes": serialized bytes} of one split
 REJECTS_TAG, SECONDS_TAG = "rejects", "seconds"
 _PROGRESS_EVERY_S = 10.0
 NOISY_DIR, CLEAN_DIR = "noisy/", "clean/"  # the paired layout's folders
@@ -466,6 +467,25 @@ def _WavToExample(pipeline: beam.Pipeline, exec_properties: Dict[str, Any],
     return examples if noisy is None else (examples, noisy) | "WithNoisyCopies" >> beam.Flatten()
 
 
+def _sum_pairs(pairs: Iterable[Tuple[int, int]]) -> Tuple[int, int]:
+    """(count, bytes) pairs -> their sums; (0, 0) for none (an empty split)."""
+    count = size = 0
+    for n, b in pairs:
+        count, size = count + n, size + b
+    return count, size
+
+
+def split_sizes(examples_uri: str) -> Dict[str, Dict[str, int]]:
+    """{split: {"examples": N, "bytes": B}} of an Examples artifact this ExampleGen wrote
+    (B: serialized tf.Example bytes, before compression); {} for one written otherwise."""
+    sizes = {}
+    for path in FileSystems.match([os.path.join(examples_uri, "ingest_report", SPLIT_SIZE_FILE.format("*"))])[0] \
+            .metadata_list:
+        name = os.path.basename(path.path)[len("split-"):-len(".json")]
+        sizes[name] = json.loads(_read_text(path.path))
+    return sizes
+
+
 def _read_text(path: str) -> str:
     with FileSystems.open(path) as f:
         return f.read().decode()
@@ -517,13 +537,21 @@ class Executor(BaseExampleGenExecutor):
         payload = exec_properties.get(standard_component_specs.OUTPUT_DATA_FORMAT_KEY)
         if payload not in (None, example_gen_pb2.PayloadFormat.FORMAT_TF_EXAMPLE):
             raise ValueError(f"WAV ExampleGen writes tf.Example only, not payload format {payload}")
+        report_dir = exec_properties.get(REPORT_DIR_KEY)
         with self._make_beam_pipeline() as pipeline:
             for name, split in self.GenerateExamplesByBeam(pipeline, exec_properties).items():
-                _ = (split
-                     | f"Serialize[{name}]" >> beam.ParDo(write_split.MaybeSerialize())
-                     | f"Write[{name}]" >> beam.io.WriteToTFRecord(
-                         os.path.join(artifact_utils.get_split_uri(artifacts, name),
-                                      write_split.DEFAULT_FILE_NAME), file_name_suffix=".gz"))
+                serialized = split | f"Serialize[{name}]" >> beam.ParDo(write_split.MaybeSerialize())
+                _ = serialized | f"Write[{name}]" >> beam.io.WriteToTFRecord(
+                    os.path.join(artifact_utils.get_split_uri(artifacts, name),
+                                 write_split.DEFAULT_FILE_NAME), file_name_suffix=".gz")
+                if report_dir:  # the Trainer sizes its epochs and its cache from these, without a pass
+                    _ = (serialized
+                         | f"Size[{name}]" >> beam.Map(lambda record: (1, len(record)))
+                         | f"SumSize[{name}]" >> beam.CombineGlobally(_sum_pairs)
+                         | f"SizeToJson[{name}]" >> beam.Map(
+                             lambda pair: json.dumps({"examples": pair[0], "bytes": pair[1]}))
+                         | f"WriteSize[{name}]" >> beam.io.WriteToText(
+                             os.path.join(report_dir, SPLIT_SIZE_FILE.format(name)), shard_name_template=""))
         for artifact in artifacts:  # as BaseExampleGenExecutor.Do records them
             if payload:
                 examples_utils.set_payload_format(artifact, payload)
@@ -552,6 +580,7 @@ class Executor(BaseExampleGenExecutor):
         examples.set_int_custom_property("rejected_of_unknown_length", seconds["rejected_of_unknown_length"])
         examples.set_string_custom_property("seconds_dropped_by_reason", json.dumps(seconds["dropped"]))
         examples.set_string_custom_property("rejects_file", os.path.join(report_dir, REJECTS_FILE))
+        examples.set_string_custom_property("split_sizes", json.dumps(split_sizes(examples.uri), sort_keys=True))
         logging.info("WAV ExampleGen: %d files in, %d examples (%d noisy copies), %d rejected; seconds %s",
                      total, windows + noisy, noisy, len(rejects), seconds)
         input_base = exec_properties[standard_component_specs.INPUT_BASE_KEY]
