@@ -203,7 +203,11 @@ class TrainerConfig:
     clip_norm: Positive = 1.0  # global-norm clipping of the unscaled gradients
     # auto: mixed_float16 on GPU, float32 on CPU
     precision: Literal["auto", "float32", "mixed_float16", "mixed_bfloat16"] = "auto"
-    shuffle_buffer: PositiveInt = 2048
+    shuffle_buffer: PositiveInt = 2048  # examples (serialized records: a 10-s noisy/clean pair is 0.64 MB)
+    # auto: the serialized train + eval records cached in memory when they fit cache_budget_mb,
+    # else read from the files every epoch; memory | none force it.
+    cache: Literal["auto", "memory", "none"] = "auto"
+    cache_budget_mb: PositiveInt = 2048
     log_every_steps: PositiveInt = 20
     checkpoint_every_steps: PositiveInt = 100
     seed: Int = 7

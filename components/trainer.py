@@ -1,7 +1,8 @@
 """Trainer module: TFX's Trainer calls `run_fn`, which runs the hand-written loop.
 
-Reads the Transform output through `fn_args.data_accessor` (cache, seeded
-shuffle and SpecAugment per epoch, prefetch), trains with the compiled step of
+Reads the ExampleGen's examples through `train_data` (the Transform graph applied
+in a parallel tf.data map; cache by size, seeded shuffle and SpecAugment per epoch,
+prefetch), trains with the compiled step of
 `training_loop`, checkpoints every N steps into `model_run_dir` (a retry resumes
 from the last checkpoint, a rerun after a crash from the crashed execution's: see
 `resume`; the data stream continues where the interrupted run's stood),
@@ -19,70 +20,12 @@ import tensorflow_transform as tft
 import tf_keras as keras
 from absl import logging
 from tfx import v1 as tfx
-from tfx_bsl.public import tfxio
 
-from components import features, progress_lines, resume, training_loop
+from components import features, progress_lines, resume, train_data, training_loop
 from components.export import export_saved_model
 from components.denoiser import si_snr
 from components.model import build_model, input_keys
 from components.config import PipelineConfig, TrainerConfig
-from components.transform import spec_augment
-
-
-def make_dataset(file_pattern, data_accessor, tf_transform_output: tft.TFTransformOutput,
-                 batch_size: int, cfg: TrainerConfig, training: bool, start_step: int = 0,
-                 num_examples: int | None = None) -> tf.data.Dataset:
-    """(features dict, targets dict) batches; SpecAugment (log-mel) on the training stream only.
-    Targets: LABEL_ID, plus CLEAN_WAVEFORM and HAS_CLEAN when the denoiser is on.
-
-    The training stream repeats forever, its batches running across epoch boundaries,
-    and is a function of `cfg.seed` (and the global seed, which run_fn sets to it)
-    alone: epoch e is shuffled with a seed drawn from (seed, e), and the i-th example
-    of epoch e gets SpecAugment masks drawn from (seed, e, i). `start_step` (a resumed
-    run's optimizer step) starts it at the batch an uninterrupted run reads at that
-    step: same order, same masks. `num_examples`, the examples per epoch, places that
-    batch (counted here when not given)."""
-    keys = input_keys(cfg)
-    targets = (features.LABEL_ID,) + ((features.CLEAN_WAVEFORM, features.HAS_CLEAN) if cfg.denoiser.enabled else ())
-    ds = data_accessor.tf_dataset_factory(
-        file_pattern,
-        tfxio.TensorFlowDatasetOptions(batch_size=256, shuffle=False, num_epochs=1),
-        tf_transform_output.transformed_metadata.schema)
-    ds = ds.map(lambda f: ({k: f[k] for k in keys},
-                           {k: tf.reshape(f[k], [-1]) if k != features.CLEAN_WAVEFORM else f[k] for k in targets}))
-    ds = ds.unbatch().cache()
-    if training:
-        if start_step and num_examples is None:
-            num_examples = int(ds.reduce(0, lambda n, _: n + 1))
-        first_epoch, offset = divmod(start_step * batch_size, num_examples) if start_step else (0, 0)
-        if start_step:
-            logging.info("Training data resumes at step %d: epoch %d, example %d of %d",
-                         start_step, first_epoch, offset, num_examples)
-        ds = _training_stream(ds, cfg, features.LOG_MEL in keys, first_epoch, offset)
-    return ds.batch(batch_size).prefetch(tf.data.AUTOTUNE)
-
-
-def _training_stream(ds: tf.data.Dataset, cfg: TrainerConfig, log_mel: bool, first_epoch: int,
-                     offset: int) -> tf.data.Dataset:
-    """The examples of `ds` (one epoch), epoch after epoch from `first_epoch`, its first
-    `offset` examples skipped; each epoch shuffled, SpecAugment on LOG_MEL if enabled."""
-    seed = tf.constant(cfg.seed, tf.int64)
-
-    def epoch(e):
-        shuffle_seed = tf.random.stateless_uniform([], tf.stack([seed, e]), 0, 2 ** 31 - 1, tf.int64)
-        shuffled = ds.shuffle(cfg.shuffle_buffer, seed=shuffle_seed, reshuffle_each_iteration=False)
-        return shuffled.enumerate().map(lambda i, xy: (e, i, xy))
-
-    stream = tf.data.Dataset.range(first_epoch, 2 ** 62).flat_map(epoch).skip(offset)
-    if not (cfg.spec_augment.enabled and log_mel):
-        return stream.map(lambda e, i, xy: xy)
-
-    def augment(e, i, xy):
-        x, y = xy
-        example_seed = tf.random.experimental.stateless_fold_in(tf.stack([seed, e]), i)
-        return {**x, features.LOG_MEL: spec_augment(x[features.LOG_MEL], cfg.spec_augment, example_seed)}, y
-
-    return stream.map(augment, num_parallel_calls=tf.data.AUTOTUNE)
 
 
 def _make_evaluate(model: keras.Model):
@@ -139,10 +82,11 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
     strategy = training_loop.make_strategy()
     global_batch = tcfg.batch_size * tcfg.grad_accum_steps * strategy.num_replicas_in_sync
     tf_transform_output = tft.TFTransformOutput(fn_args.transform_output)
-    eval_ds = make_dataset(fn_args.eval_files, fn_args.data_accessor, tf_transform_output,
-                           tcfg.batch_size, tcfg, training=False)
-    train_examples = int(make_dataset(fn_args.train_files, fn_args.data_accessor, tf_transform_output,
-                                      global_batch, tcfg, training=False).unbatch().reduce(0, lambda n, _: n + 1))
+    train_size, eval_size = train_data.split_size(fn_args.train_files), train_data.split_size(fn_args.eval_files)
+    cache = train_data.cache_in_memory(tcfg, train_size, eval_size)
+    eval_ds = train_data.make_dataset(fn_args.eval_files, tf_transform_output, tcfg.batch_size, tcfg,
+                                      training=False, cache=cache)
+    train_examples = train_size.examples
     steps_per_epoch = max(1, math.ceil(train_examples / global_batch))
     total_steps = steps_per_epoch * tcfg.epochs
     num_classes = tf_transform_output.vocabulary_size_by_name(features.LABEL_VOCAB)
@@ -170,9 +114,9 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
             resume.mark(fn_args.model_run_dir, resume.RESUMED_FILE,
                         json.dumps({"checkpoint": restore_from, "step": step}))
         # The data stream starts where the restored step left it (step 0 on a fresh run).
-        train_ds = make_dataset(fn_args.train_files, fn_args.data_accessor, tf_transform_output, global_batch,
-                                tcfg, training=True, start_step=_number(optimizer.iterations, int),
-                                num_examples=train_examples)
+        train_ds = train_data.make_dataset(fn_args.train_files, tf_transform_output, global_batch, tcfg,
+                                           training=True, start_step=_number(optimizer.iterations, int),
+                                           num_examples=train_examples, cache=cache)
         dist_ds = strategy.experimental_distribute_dataset(train_ds)
         train_step = training_loop.make_train_step(model, optimizer, strategy, dist_ds.element_spec,
                                                    tcfg.batch_size, tcfg.grad_accum_steps, tcfg)
@@ -199,16 +143,22 @@ def _train(model, optimizer, train_step, dist_ds, eval_ds, manager, log_dir, tcf
     while step < total_steps:
         epoch = step // steps_per_epoch
         start, seen = time.time(), 0.0
+        interval_start, waited = time.perf_counter(), 0.0  # time blocked on the input pipeline
         for _ in range(steps_per_epoch - step % steps_per_epoch):  # fewer after a resume
-            out = train_step(next(batches))
+            before = time.perf_counter()
+            batch = next(batches)
+            waited += time.perf_counter() - before
+            out = train_step(batch)
             step = _number(optimizer.iterations, int)
             seen += float(out["count"])
             if step % tcfg.log_every_steps == 0 or step == total_steps:
                 rate = seen / max(time.time() - start, 1e-9)
+                input_wait = waited / max(time.perf_counter() - interval_start, 1e-9)
+                interval_start, waited = time.perf_counter(), 0.0
                 lr = _number(optimizer.inner_optimizer.learning_rate)
                 scalars = {"loss": float(out["loss"]), "learning_rate": lr,
                            "loss_scale": _number(optimizer.loss_scale), "grad_norm": float(out["grad_norm"]),
-                           "examples_per_second": rate,
+                           "examples_per_second": rate, "input_wait_fraction": input_wait,
                            "train_accuracy": float(out["correct"]) / max(float(out["count"]), 1.0)}
                 if float(out["with_clean"]):
                     scalars["train_si_snr_db"] = float(out["si_snr_sum"]) / float(out["with_clean"])

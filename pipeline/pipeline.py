@@ -80,15 +80,15 @@ def create_pipeline(config: PipelineConfig, pipeline_root: Optional[str] = None,
         examples=example_gen.outputs["examples"],
         schema=configured_schema.outputs["schema"],
         preprocessing_fn=PREPROCESSING_FN,
-        splits_config=tfx.proto.SplitsConfig(analyze=["train"],
-                                             transform=list(data.split_buckets)),
+        splits_config=tfx.proto.SplitsConfig(analyze=["train"]),
         custom_config=custom_config,
+        materialize=False,  # the Trainer featurizes the ExampleGen's records (components/train_data.py)
         disable_statistics=True)
     transform.add_upstream_node(nodes.anomalies_gate)  # Transform runs on validated data only
 
     trainer = tfx.components.Trainer(
         run_fn=RUN_FN,
-        examples=transform.outputs["transformed_examples"],
+        examples=example_gen.outputs["examples"],
         transform_graph=transform.outputs["transform_graph"],
         schema=configured_schema.outputs["schema"],
         train_args=tfx.proto.TrainArgs(splits=["train"]),

@@ -19,12 +19,12 @@ import pytest
 import tensorflow as tf
 import tensorflow_transform as tft
 
-from components import audio_io, features, resume, tfma_snr
+from components import audio_io, features, resume, tfma_snr, train_data
 from components.snr_metrics import improvement_db, si_snr_db
 from pipeline import demo_data, local_runner
 from pipeline.outcome import ExitCode
 from components.config import load_config
-from components.model import build_model, input_keys
+from components.model import build_model
 from tests.test_report import ARTIFACTS, assert_report_renders
 from tests.test_wav_example_gen import _read_examples, _value, assert_seconds_add_up
 
@@ -47,31 +47,30 @@ def _run(config, expected_code=ExitCode.OK):
 
 
 def assert_serving_matches_training(run, config, loaded, raw_test_examples):
-    """No training/serving skew: the features Transform stored for training are the ones
-    the pushed model computes from the raw audio, and the model the Trainer checkpointed,
-    run on those stored features, gives serve_wav's probabilities."""
+    """No training/serving skew: the features the Trainer's input pipeline computes from
+    the ExampleGen's test records are the ones the pushed model computes from the raw
+    audio, and the model the Trainer checkpointed, run on them, gives serve_wav's
+    probabilities."""
     tft_output = tft.TFTransformOutput(run.artifacts["Transform"]["transform_graph"][0].uri)
-    stored_uri = run.artifacts["Transform"]["transformed_examples"][0].uri
-    stored = tf.data.TFRecordDataset(tf.io.gfile.glob(os.path.join(stored_uri, "Split-test", "*.gz")),
-                                     compression_type="GZIP").batch(1000)
-    stored = tf.io.parse_example(next(iter(stored)), tft_output.transformed_feature_spec())
+    test_files = os.path.join(run.artifacts["WavExampleGen"]["examples"][0].uri, "Split-test", "*")
+    x, y = next(iter(train_data.make_dataset([test_files], tft_output, 1000, config.trainer, training=False)))
     raw = list(raw_test_examples)
     served = loaded.signatures["transform_features"](examples=tf.constant([e.SerializeToString() for e in raw]))
-    assert stored[features.WAVEFORM].shape[0] == len(raw)
-    # Pair each stored example with the raw example serving turns into the same waveform.
-    distance = tf.reduce_max(tf.abs(stored[features.WAVEFORM][:, None, :] - served[features.WAVEFORM][None]), -1)
+    assert x[features.WAVEFORM].shape[0] == len(raw)
+    # Pair each of the Trainer's examples with the raw example serving turns into the same waveform.
+    distance = tf.reduce_max(tf.abs(x[features.WAVEFORM][:, None, :] - served[features.WAVEFORM][None]), -1)
     match = tf.argmin(distance, axis=1).numpy()
     assert sorted(match) == list(range(len(raw)))  # one to one
     assert float(tf.reduce_max(tf.reduce_min(distance, axis=1))) < 1e-5
-    np.testing.assert_allclose(stored[features.LOG_MEL], tf.gather(served[features.LOG_MEL], match), atol=1e-4)
-    np.testing.assert_array_equal(stored[features.LABEL_ID], tf.gather(served[features.LABEL_ID], match))
+    for key, value in {**x, **y}.items():
+        np.testing.assert_allclose(value, tf.gather(served[key], match), atol=1e-4, err_msg=key)
 
     num_classes = tft_output.vocabulary_size_by_name(features.LABEL_VOCAB)
     trained = build_model(config.trainer, config.features, num_classes)
     checkpoints = os.path.join(run.artifacts["Trainer"]["model_run"][0].uri, "checkpoints")
     tf.train.Checkpoint(model=trained).restore(tf.train.latest_checkpoint(checkpoints)).expect_partial() \
         .assert_existing_objects_matched()
-    logits = trained({key: stored[key] for key in input_keys(config.trainer)}, training=False)[features.LOGITS]
+    logits = trained(x, training=False)[features.LOGITS]
     by_wav = loaded.signatures["serve_wav"](wav=tf.constant([_value(raw[i], features.AUDIO) for i in match]))
     np.testing.assert_allclose(tf.nn.softmax(logits).numpy(), by_wav[features.OUT_PROBABILITIES].numpy(),
                                atol=1e-4)

@@ -19,7 +19,7 @@ from tfx import v1 as tfx
 from tfx.components.trainer import fn_args_utils
 from tfx.utils import proto_utils
 
-from components import features, trainer
+from components import features, train_data
 from components.config import load_config
 from tests import tfx_executors
 from tests.test_wav_example_gen import _read_examples, _value
@@ -60,8 +60,7 @@ def transformed(tmp_path_factory):
 
 
 def _raw_examples(input_dict, split="eval"):
-    raw_uri = os.path.join(os.path.dirname(input_dict["examples"][0].uri), "examples")
-    return _read_examples(raw_uri)[split]
+    return _read_examples(input_dict["examples"][0].uri)[split]
 
 
 def test_run_fn_logs_scalars_and_exports_signatures_that_serve_in_a_fresh_process(transformed, tmp_path):
@@ -72,7 +71,10 @@ def test_run_fn_logs_scalars_and_exports_signatures_that_serve_in_a_fresh_proces
     events = event_accumulator.EventAccumulator(str(tmp_path / "model_run"), size_guidance={"tensors": 0})
     events.Reload()
     tags = set(events.Tags()["tensors"])
-    assert {"loss", "learning_rate", "loss_scale", "grad_norm", "examples_per_second", "eval_accuracy"} <= tags
+    assert {"loss", "learning_rate", "loss_scale", "grad_norm", "examples_per_second", "input_wait_fraction",
+            "eval_accuracy"} <= tags
+    waits = [float(tf.make_ndarray(e.tensor_proto)) for e in events.Tensors("input_wait_fraction")]
+    assert all(0.0 < w < 1.0 for w in waits), waits  # some time blocked on the input, never all of it
     # One loss point every log_every_steps, all finite (their values are minibatch noise:
     # whether training learns is proven on held-out data, by the end-to-end tests).
     losses = [float(tf.make_ndarray(e.tensor_proto)) for e in events.Tensors("loss")]
@@ -126,8 +128,8 @@ def test_spec_augment_masks_training_batches_with_fresh_masks_each_epoch_and_nev
     tto = tft.TFTransformOutput(input_dict["transform_graph"][0].uri)
     cfg = _config().trainer  # SpecAugment on: 2 frequency and 2 time masks
     tf.random.set_seed(cfg.seed)  # as run_fn does: masks must still change from epoch to epoch
-    train = trainer.make_dataset(fn_args.train_files, fn_args.data_accessor, tto, 8, cfg, training=True)
-    evaluation = trainer.make_dataset(fn_args.train_files, fn_args.data_accessor, tto, 8, cfg, training=False)
+    train = train_data.make_dataset(fn_args.train_files, tto, 8, cfg, training=True)
+    evaluation = train_data.make_dataset(fn_args.train_files, tto, 8, cfg, training=False)
     per_epoch = len(list(evaluation))
     batches = iter(train)  # one iterator for the run, as run_fn reads it
     epoch1 = [next(batches)[0] for _ in range(per_epoch)]
@@ -140,7 +142,7 @@ def test_spec_augment_masks_training_batches_with_fresh_masks_each_epoch_and_nev
 def _stream(fn_args, tto, cfg, batch_size, steps, start_step=0):
     """The examples (log-mel, label) of the first `steps` training batches of a run starting at `start_step`."""
     tf.random.set_seed(cfg.seed)  # as run_fn does
-    ds = trainer.make_dataset(fn_args.train_files, fn_args.data_accessor, tto, batch_size, cfg, training=True,
+    ds = train_data.make_dataset(fn_args.train_files, tto, batch_size, cfg, training=True,
                               start_step=start_step)
     return [(mel, label) for x, y in ds.take(steps)
             for mel, label in zip(x[features.LOG_MEL].numpy(), y[features.LABEL_ID].numpy())]
@@ -154,8 +156,9 @@ def test_a_resumed_run_reads_what_the_uninterrupted_run_reads_from_that_step_on(
     cfg = _config().trainer
     cfg = dataclasses.replace(cfg, spec_augment=dataclasses.replace(cfg.spec_augment, enabled=augment))
     batch_size = 4
-    examples = int(trainer.make_dataset(fn_args.train_files, fn_args.data_accessor, tto, batch_size, cfg,
-                                        training=False).unbatch().reduce(0, lambda n, _: n + 1))
+    examples = int(train_data.make_dataset(fn_args.train_files, tto, batch_size, cfg,
+                                           training=False).unbatch().reduce(0, lambda n, _: n + 1))
+    assert train_data.split_size(fn_args.train_files).examples == examples  # what run_fn sizes epochs with
     per_epoch = -(-examples // batch_size)
     resume_at = 2 * per_epoch + 1  # in the third epoch, not on an epoch boundary
     epoch, offset = divmod(resume_at * batch_size, examples)
@@ -219,3 +222,34 @@ def test_mixed_float16_training_exports_a_float32_saved_model(transformed, tmp_p
     assert not half, half[:5]
     wav = _value(_raw_examples(input_dict)[0], features.AUDIO)
     assert signature(wav=tf.constant([wav]))[features.OUT_PROBABILITIES].dtype == tf.float32
+
+
+def test_the_input_cache_is_chosen_by_size_and_changes_nothing_but_memory(transformed, tmp_path):
+    _, input_dict = transformed
+    fn_args = _fn_args(input_dict)
+    tto = tft.TFTransformOutput(input_dict["transform_graph"][0].uri)
+    cfg = _config().trainer
+    mb = 2 ** 20
+    auto = dataclasses.replace(cfg, cache="auto", cache_budget_mb=1)
+    assert train_data.cache_in_memory(auto, train_data.SplitSize(9, mb // 2), train_data.SplitSize(1, mb // 2))
+    assert not train_data.cache_in_memory(auto, train_data.SplitSize(9, mb // 2), train_data.SplitSize(1, mb // 2 + 1))
+    assert train_data.cache_in_memory(dataclasses.replace(auto, cache="memory"), train_data.SplitSize(1, 9 * mb))
+    assert not train_data.cache_in_memory(dataclasses.replace(auto, cache="none"), train_data.SplitSize(1, 1))
+
+    def batches(cache):
+        ds = train_data.make_dataset(fn_args.train_files, tto, 5, cfg, training=True, cache=cache)
+        return [(x[features.LOG_MEL].numpy(), y[features.LABEL_ID].numpy()) for x, y in ds.take(12)]
+
+    for (mel, label), (cached_mel, cached_label) in zip(batches(False), batches(True), strict=True):
+        np.testing.assert_array_equal(cached_mel, mel)
+        np.testing.assert_array_equal(cached_label, label)
+
+    # The split sizes the ExampleGen recorded are those of its files; files from elsewhere are counted.
+    recorded = train_data.split_size(fn_args.train_files)
+    copy = tmp_path / "other" / "Split-train"
+    copy.mkdir(parents=True)
+    for path in tf.io.gfile.glob(fn_args.train_files[0]):
+        tf.io.gfile.copy(path, str(copy / os.path.basename(path)))
+    assert train_data.split_size([str(copy / "*")]) == recorded
+    assert recorded.examples == sum(1 for _ in tf.data.TFRecordDataset(
+        tf.io.gfile.glob(fn_args.train_files[0]), compression_type="GZIP"))
