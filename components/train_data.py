@@ -65,6 +65,16 @@ def split_size(file_patterns: Sequence[str]) -> SplitSize:
     return SplitSize(int(examples), int(size))
 
 
+def require_examples(file_patterns: Sequence[str], size: SplitSize, role: str) -> SplitSize:
+    """`size`, or a clear error when the split is empty (the training stream would wait
+    forever for a batch; the evaluation would have nothing to score)."""
+    if size.examples == 0:
+        raise ValueError(f"the Trainer's {role} split has no examples ({', '.join(file_patterns)}): its groups "
+                         f"all hashed to other splits or its files were rejected; add data or change "
+                         f"data.split_buckets")
+    return size
+
+
 def cache_in_memory(cfg: TrainerConfig, *sizes: SplitSize) -> bool:
     """`trainer.cache`: memory, none, or auto (memory when the splits' serialized records
     fit `trainer.cache_budget_mb`; else every epoch reads the files again)."""

@@ -253,3 +253,18 @@ def test_the_input_cache_is_chosen_by_size_and_changes_nothing_but_memory(transf
     assert train_data.split_size([str(copy / "*")]) == recorded
     assert recorded.examples == sum(1 for _ in tf.data.TFRecordDataset(
         tf.io.gfile.glob(fn_args.train_files[0]), compression_type="GZIP"))
+
+
+def test_an_empty_training_split_is_a_clear_error_not_an_endless_wait(transformed, tmp_path):
+    """All of a corpus's groups can hash to one split; the training stream of an empty
+    split would wait forever for its first batch."""
+    _, input_dict = transformed
+    empty = tmp_path / "examples"
+    for split in ("train", "eval"):
+        (empty / f"Split-{split}").mkdir(parents=True)
+        with tf.io.TFRecordWriter(str(empty / f"Split-{split}" / "data_tfrecord-00000-of-00001.gz"),
+                                  options="GZIP"):
+            pass
+    examples = tfx_executors._artifact(type(input_dict["examples"][0]), empty, ["train", "eval"])
+    with pytest.raises(ValueError, match=r"training split has no examples \(.*Split-train"):
+        tfx_executors.run_trainer(dict(input_dict, examples=[examples]), _config(), tmp_path / "m", tmp_path / "r")
