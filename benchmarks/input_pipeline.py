@@ -1,0 +1,263 @@
+"""Benchmark: the Trainer's input pipeline against the reference project's table, on
+generated 10-second clips, the same feature work (decode, normalize, log-mel,
+SpecAugment) four ways in one run, each in a fresh process:
+
+- `python loop`: soundfile + librosa + numpy over the WAV files, as the reference did;
+- `tf.data basic`: the Trainer's own stream and featurizer (the Transform graph), with a
+  sequential map, no cache, no prefetch;
+- `tf.data optimized`: `components.train_data.make_dataset` as the Trainer runs it
+  (records cached in memory, batches featurized in a parallel map, prefetch);
+- `read + parse`: the records read and parsed, no feature work: the ceiling.
+
+    .venv/bin/python -m benchmarks.input_pipeline [--clips 300] [--epochs 3] \
+        [--wav2vec2 tiny|base] [--out benchmarks/RESULTS-input_pipeline.md]
+
+For each: examples per second, seconds for the epochs, this process's CPU use as a
+share of all cores (first, uncached epoch and overall), peak RSS (the child's VmHWM),
+and the ratio to the plain loop. Then the input-wait share of
+the real training step (time blocked on the iterator / step time, the Trainer's
+`input_wait_fraction` scalar) for both backbones, from real pipeline runs
+(LocalDagRunner) on the same clips: logmel_cnn, then wav2vec2 (the data half from
+the cache). The plain loop normalizes each clip's mel bins by the clip's own statistics
+where the Transform uses the training split's: the same arithmetic per example.
+"""
+import argparse
+import json
+import math
+import os
+import platform
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+
+import pipeline  # noqa: F401  (TF_USE_LEGACY_KERAS before TensorFlow)
+import numpy as np
+import soundfile
+
+from benchmarks.report import publish
+
+RATE, CLIP_S, LABELS = 16000, 10.0, ("alarm", "speech", "machine")
+VARIANTS = ("python loop", "tf.data basic", "tf.data optimized", "read + parse")
+# Small widths and depth, but wav2vec2-base's feature encoder strides (320 samples a frame:
+# 500 frames for 10 s), so the transformer sees the sequence length the real model sees.
+TINY = ("{hidden_size: 32, num_hidden_layers: 2, num_attention_heads: 2, intermediate_size: 64, "
+        "conv_dim: [32, 32, 32, 32, 32, 32, 32], conv_kernel: [10, 3, 3, 3, 3, 2, 2], "
+        "conv_stride: [5, 2, 2, 2, 2, 2, 2], num_conv_pos_embeddings: 16, num_conv_pos_embedding_groups: 2}")
+
+
+def write_clips(base: str, clips: int, seed: int = 0) -> None:
+    """`clips` 10-s 16 kHz PCM16 clips in label folders: a modulated tone in noise."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(int(CLIP_S * RATE)) / RATE
+    for i in range(clips):
+        label = LABELS[i % len(LABELS)]
+        os.makedirs(os.path.join(base, label), exist_ok=True)
+        pitch = 150 * (1 + i % len(LABELS)) * (1 + 0.1 * rng.random())
+        audio = 0.2 * np.sin(2 * np.pi * pitch * t) * (0.5 + 0.5 * np.sin(2 * np.pi * 3 * t)) ** 2
+        soundfile.write(os.path.join(base, label, f"clip{i:06d}.wav"),
+                        audio + 0.05 * rng.standard_normal(t.size), RATE, subtype="PCM_16")
+
+
+def overrides(base: str, out: str, backbone: str, wav2vec2: str) -> list:
+    settings = [f"data.input_base={base}", f"output_dir={out}", "name=bench-input", "features.clip_seconds=10",
+                "data.max_duration_s=60", f"trainer.backbone={backbone}", "trainer.objective=classify",
+                "trainer.denoiser.enabled=false", "trainer.epochs=2", "trainer.log_every_steps=1",
+                "trainer.grad_accum_steps=1", "evaluator.min_si_snr_improvement_db=null", "report.enabled=false",
+                "enable_cache=true", "beam_args=[]"]
+    if backbone == "wav2vec2":
+        settings += ["trainer.batch_size=8", "trainer.learning_rate=1e-4"]
+        if wav2vec2 == "tiny":
+            settings.append(f"trainer.wav2vec2.config_overrides={TINY}")
+    return settings
+
+
+def run_pipeline(settings: list) -> dict:
+    """One real pipeline run; the Trainer's artifacts and its mean input-wait share."""
+    from tensorboard.backend.event_processing import event_accumulator
+    import tensorflow as tf
+
+    from components.config import load_config
+    from pipeline import local_runner
+
+    config = load_config("pipeline/configs/demo.yaml", settings)
+    start = time.time()
+    code, run = local_runner.run(config)
+    if run is None or "Trainer" not in run.artifacts:
+        raise RuntimeError(f"the pipeline run failed (exit {code}): {run.text() if run else ''}")
+    model_run = run.artifacts["Trainer"]["model_run"][0].uri
+    events = event_accumulator.EventAccumulator(model_run, size_guidance={"tensors": 0})
+    events.Reload()
+
+    def scalars(tag):
+        return [float(tf.make_ndarray(e.tensor_proto)) for e in events.Tensors(tag)]
+
+    waits = scalars("input_wait_fraction")  # one per step; the first step includes tracing
+    return {"wall_s": time.time() - start, "examples": run.artifacts["WavExampleGen"]["examples"][0].uri,
+            "graph": run.artifacts["Transform"]["transform_graph"][0].uri,
+            "input_wait": float(np.mean(waits)), "input_wait_later": float(np.mean(waits[1:] or waits)),
+            "input_wait_max": float(np.max(waits)), "steps": len(waits),
+            "examples_per_second": float(np.median(scalars("examples_per_second")))}
+
+
+def _python_loop(wavs: list, feats, aug, batch: int, seed: int):
+    """The reference's loop, per epoch: files shuffled, read, normalized, log-mel (librosa),
+    per-bin normalized, SpecAugment masks drawn with numpy, stacked into batches."""
+    import librosa
+
+    rng = np.random.default_rng(seed)
+    num_samples = feats.num_samples
+    mel_basis = librosa.filters.mel(sr=RATE, n_fft=feats.fft_length, n_mels=feats.num_mel_bins,
+                                    fmin=feats.lower_hz, fmax=feats.upper_hz)
+
+    def one(path):
+        audio, _ = soundfile.read(path, dtype="float32")
+        audio = np.pad((audio - audio.mean()) / (audio.std() + 1e-4), (0, num_samples - audio.size))
+        power = np.abs(librosa.stft(audio, n_fft=feats.fft_length, hop_length=feats.frame_step,
+                                    win_length=feats.frame_length, center=False)) ** 2
+        mel = np.log(mel_basis @ power + 1e-6).T  # [frames, bins]
+        mel = (mel - mel.mean(axis=0)) / (mel.std(axis=0) + 1e-6)
+        frames, bins = mel.shape
+        for _ in range(aug.freq_masks):
+            width = rng.integers(0, aug.freq_mask_width + 1)
+            start = rng.integers(0, bins - width + 1)
+            mel[:, start:start + width] = 0.0
+        for _ in range(aug.time_masks):
+            width = rng.integers(0, min(aug.time_mask_width, int(aug.time_mask_max_ratio * frames)) + 1)
+            start = rng.integers(0, frames - width + 1)
+            mel[start:start + width] = 0.0
+        return mel
+
+    while True:
+        order = rng.permutation(len(wavs))
+        for i in range(0, len(order), batch):
+            yield np.stack([one(wavs[j]) for j in order[i:i + batch]])
+
+
+def _child(variant: str, examples: str, graph: str, wavs_json: str, epochs: int, batch: int) -> dict:
+    import psutil
+    import tensorflow as tf
+    import tensorflow_transform as tft
+
+    from components import train_data
+    from components.config import FeatureConfig, TrainerConfig
+
+    feats = FeatureConfig(clip_seconds=CLIP_S)
+    cfg = TrainerConfig(backbone="logmel_cnn", batch_size=batch, grad_accum_steps=1)
+    pattern = [os.path.join(examples, "Split-train", "*")]
+    with open(wavs_json) as f:
+        wavs = json.load(f)
+    n = len(wavs)
+    tto = tft.TFTransformOutput(graph)
+    if variant == "python loop":
+        batches = _python_loop(wavs, feats, cfg.spec_augment.resolved(), batch, cfg.seed)
+    elif variant == "tf.data basic":
+        stream = train_data.training_stream(train_data.records(pattern), cfg, 0, 0)
+        batches = iter(stream.batch(batch).map(train_data.featurizer(tto, cfg, augment=True)))
+    elif variant == "tf.data optimized":
+        batches = iter(train_data.make_dataset(pattern, tto, batch, cfg, training=True, cache=True))
+    else:
+        spec = tto.raw_feature_spec()
+        batches = iter(train_data.records(pattern).repeat().batch(batch)
+                       .map(lambda records: tf.io.parse_example(records, spec)))
+    per_epoch = math.ceil(n / batch)
+    cores = os.cpu_count()
+    epochs_out = []
+    psutil.cpu_percent(percpu=True)
+    for _ in range(epochs):
+        usage, start = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
+        for _ in range(per_epoch):
+            next(batches)
+        wall = time.perf_counter() - start
+        after = resource.getrusage(resource.RUSAGE_SELF)
+        cpu = after.ru_utime + after.ru_stime - usage.ru_utime - usage.ru_stime
+        epochs_out.append({"wall_s": wall, "cpu_share": cpu / (wall * cores),
+                           "cores_busy": psutil.cpu_percent(percpu=True)})
+    return {"examples": n, "epochs": epochs_out, "peak_rss_mb": _peak_rss_mb()}
+
+
+def _peak_rss_mb() -> float:
+    """This process's peak RSS since its exec (VmHWM; wait4's ru_maxrss would include the
+    parent's pages the child held between fork and exec)."""
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmHWM:")) / 1024
+
+
+def _measure(variant: str, *args) -> dict:
+    """Runs `_child` in a fresh process."""
+    proc = subprocess.run([sys.executable, "-m", "benchmarks.input_pipeline", "--child", variant,
+                           *map(str, args)], stdout=subprocess.PIPE, text=True)
+    if proc.returncode:
+        raise RuntimeError(f"{variant}: the child failed ({proc.returncode})")
+    return json.loads(proc.stdout.rsplit("RESULT", 1)[1])
+
+
+def _train_sources(examples: str, base: str) -> list:
+    """The WAV files behind the train split, for the plain loop."""
+    import tensorflow as tf
+
+    from components import features
+
+    files = tf.io.gfile.glob(os.path.join(examples, "Split-train", "*"))
+    sources = []
+    for record in tf.data.TFRecordDataset(files, compression_type="GZIP"):
+        example = tf.train.Example.FromString(record.numpy())
+        sources.append(os.path.join(base, example.features.feature[features.SOURCE].bytes_list.value[0].decode()))
+    return sorted(sources)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--clips", type=int, default=300)
+    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument("--wav2vec2", choices=("tiny", "base"), default="tiny",
+                        help="the wav2vec2 shape for the input-wait run (random weights)")
+    parser.add_argument("--work", help="working folder (default: a temporary one)")
+    parser.add_argument("--out")
+    parser.add_argument("--child", nargs=6, metavar=("VARIANT", "EXAMPLES", "GRAPH", "WAVS", "EPOCHS", "BATCH"),
+                        help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        variant, examples, graph, wavs, epochs, batch = args.child
+        print("RESULT" + json.dumps(_child(variant, examples, graph, wavs, int(epochs), int(batch))))
+        return
+    work = args.work or tempfile.mkdtemp(prefix="bench_input_")
+    base, out = os.path.join(work, "clips"), os.path.join(work, "out")
+    if not os.path.isdir(base):
+        write_clips(base, args.clips)
+    runs = {"logmel_cnn": run_pipeline(overrides(base, out, "logmel_cnn", args.wav2vec2))}
+    wavs = os.path.join(work, "train_wavs.json")
+    with open(wavs, "w") as f:
+        json.dump(_train_sources(runs["logmel_cnn"]["examples"], base), f)
+    results = {v: _measure(v, runs["logmel_cnn"]["examples"], runs["logmel_cnn"]["graph"], wavs, args.epochs,
+                           args.batch) for v in VARIANTS}
+    runs[f"wav2vec2 ({args.wav2vec2})"] = run_pipeline(overrides(base, out, "wav2vec2", args.wav2vec2))
+
+    n = results[VARIANTS[0]]["examples"]
+    loop_s = sum(e["wall_s"] for e in results["python loop"]["epochs"])
+    rows = ["| variant | examples/s | s for %d epochs | ratio to the loop | CPU share, epoch 1 | CPU share, all | "
+            "cores busy, epoch 1 (system, %%) | peak RSS MB |" % args.epochs, "| --- |" + " --- |" * 7]
+    for variant, r in results.items():
+        total = sum(e["wall_s"] for e in r["epochs"])
+        cpu_all = sum(e["cpu_share"] * e["wall_s"] for e in r["epochs"]) / total
+        rows.append(f"| {variant} | {n * args.epochs / total:.1f} | {total:.2f} | {loop_s / total:.2f}x | "
+                    f"{r['epochs'][0]['cpu_share']:.0%} | {cpu_all:.0%} | "
+                    f"{', '.join(f'{c:.0f}' for c in r['epochs'][0]['cores_busy'])} | {r['peak_rss_mb']:.0f} |")
+    rows += ["", "Input wait of the real training step (the Trainer's `input_wait_fraction`: time blocked on "
+             "the iterator / step time, per step; 2 epochs in a pipeline run):", "",
+             "| backbone | mean | mean after the first step | max | steps | examples/s (median) | pipeline run s |",
+             "| --- |" + " --- |" * 6]
+    for name, r in runs.items():
+        rows.append(f"| {name} | {r['input_wait']:.1%} | {r['input_wait_later']:.1%} | {r['input_wait_max']:.1%} | "
+                    f"{r['steps']} | "
+                    f"{r['examples_per_second']:.1f} | {r['wall_s']:.0f} |")
+    rows += ["", f"{n} train examples of {CLIP_S:g} s ({args.clips} clips, 70 % in the train split), batch "
+             f"{args.batch}; {os.cpu_count()} cores, {platform.processor() or platform.machine()}. CPU share: "
+             f"the process's CPU time / (wall time x cores)."]
+    publish("Input pipeline: plain loop, basic and optimized tf.data, read + parse", "\n".join(rows), args.out)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,177 @@
+"""Benchmark: the whole pipeline at two corpus sizes, per component: wall time, peak RSS
+and disk, and the extrapolation to the reference project's 50,000 clips; then the
+WAV ExampleGen's throughput with 1 and 2 DirectRunner workers on the same data.
+
+    .venv/bin/python -m benchmarks.scale [--clips 1000 5000] [--epochs 2] \
+        [--workers-clips 1000] [--work DIR] [--out benchmarks/RESULTS-scale.md]
+
+Data: generated 10-s noisy/clean pairs at 16 kHz in the paired layout (a modulated tone
+in noise; speed and memory do not depend on what is said), three labels, speakers by
+file name (`data.group_regex`). Each run is `tfx-audio run` (LocalDagRunner, SQLite ML
+Metadata, Beam's DirectRunner in multi-processing mode) on the demo config with 10-s
+windows, in a process of its own; a sampler reads the RSS of that process and all its
+children (Beam's workers) every 0.5 s, and each component's peak is the highest sum
+while its ML Metadata execution ran (RSS sums count shared pages once per process, so
+they overstate). Disk: each component's folder under the pipeline root. The run report
+is off (it is not a pipeline component).
+"""
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import numpy as np
+import psutil
+import soundfile
+
+from benchmarks.report import publish
+
+RATE, CLIP_S, LABELS = 16000, 10.0, ("alarm", "speech", "machine")
+PCM16_PAIR_BYTES = 2 * (44 + int(CLIP_S * RATE) * 2)  # noisy + reference WAV files
+COMPONENTS = ("WavExampleGen", "StatisticsGen", "ExampleValidator", "Transform", "Trainer", "Evaluator", "Pusher")
+
+
+def write_pairs(base: str, clips: int, seed: int = 0) -> None:
+    """`clips` noisy/clean 10-s pairs, 4 clips per speaker, in the paired layout."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(int(CLIP_S * RATE)) / RATE
+    for i in range(clips):
+        label = LABELS[i % len(LABELS)]
+        name = os.path.join(label, f"spk{i // 4:05d}_{i:06d}.wav")
+        pitch = 150 * (1 + i % len(LABELS)) * (1 + 0.1 * rng.random())
+        clean = 0.2 * np.sin(2 * np.pi * pitch * t) * (0.5 + 0.5 * np.sin(2 * np.pi * 3 * t)) ** 2
+        for folder, audio in (("clean", clean), ("noisy", clean + 0.05 * rng.standard_normal(t.size))):
+            os.makedirs(os.path.join(base, folder, label), exist_ok=True)
+            soundfile.write(os.path.join(base, folder, name), audio, RATE, subtype="PCM_16")
+
+
+def settings(base: str, out: str, name: str, epochs: int, workers: int = 0) -> list:
+    return [f"data.input_base={base}", "data.layout=paired", "data.file_pattern=noisy/*/*.wav",
+            "data.group_regex=(spk[0-9]+)_", "data.max_duration_s=60", "features.clip_seconds=10",
+            f"output_dir={out}", f"name={name}", f"trainer.epochs={epochs}", "report.enabled=false",
+            f"beam_args=[--direct_running_mode=multi_processing, --direct_num_workers={workers}]"]
+
+
+def _sample(pid: int, samples: list, done: threading.Event) -> None:
+    try:
+        root = psutil.Process(pid)
+        while not done.is_set():
+            total = 0
+            for proc in [root, *root.children(recursive=True)]:
+                try:
+                    total += proc.memory_info().rss
+                except psutil.Error:
+                    pass
+            samples.append((time.time(), total))
+            time.sleep(0.5)
+    except psutil.Error:
+        pass
+
+
+def run(verb: str, overrides: list) -> dict:
+    """`tfx-audio VERB` in a process of its own, sampled; per component: wall, peak RSS, disk."""
+    from components.config import load_config
+    from pipeline import metadata, summary
+
+    config = load_config("pipeline/configs/demo.yaml", overrides)
+    args = [sys.executable, "-m", "pipeline.cli", verb, "--config", "pipeline/configs/demo.yaml",
+            *[f"--set={o}" for o in overrides]]
+    samples, done = [], threading.Event()
+    start = time.time()
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    sampler = threading.Thread(target=_sample, args=(proc.pid, samples, done))
+    sampler.start()
+    output = proc.communicate()[0]
+    done.set()
+    sampler.join()
+    wall = time.time() - start
+    if proc.returncode not in (0, 4):
+        raise RuntimeError(f"tfx-audio {verb} failed ({proc.returncode}):\n{output[-4000:]}")
+    result = summary.latest_run(metadata.connection_config(config), config.name)
+    components = {}
+    for node, execution in result.executions.items():
+        begin, end = execution.create_time_since_epoch / 1000, execution.last_update_time_since_epoch / 1000
+        during = [rss for t, rss in samples if begin - 0.5 <= t <= end + 0.5]
+        folder = os.path.join(config.pipeline_root, node)
+        disk = sum(os.path.getsize(os.path.join(d, f)) for d, _, files in os.walk(folder) for f in files)
+        components[node] = {"wall_s": end - begin, "peak_rss_mb": max(during, default=0) / 2 ** 20,
+                            "disk_mb": disk / 2 ** 20}
+    examples = result.artifacts["WavExampleGen"]["examples"][0]
+    return {"wall_s": wall, "peak_rss_mb": max((rss for _, rss in samples), default=0) / 2 ** 20,
+            "components": components, "examples": examples.custom_properties["num_examples"].int_value,
+            "audio_s": examples.custom_properties["seconds_in_examples"].double_value}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--clips", type=int, nargs="+", default=[1000, 5000])
+    parser.add_argument("--epochs", type=int, default=2)
+    parser.add_argument("--workers-clips", type=int, default=1000,
+                        help="clips for the 1-against-2 Beam workers comparison (0: skip it)")
+    parser.add_argument("--work", help="working folder (default: a temporary one)")
+    parser.add_argument("--out")
+    args = parser.parse_args()
+    work = args.work or tempfile.mkdtemp(prefix="bench_scale_")
+    runs = {}
+    for clips in args.clips:
+        base = os.path.join(work, f"pairs{clips}")
+        if not os.path.isdir(base):
+            write_pairs(base, clips)
+        runs[clips] = run("run", settings(base, os.path.join(work, f"out{clips}"), f"scale{clips}", args.epochs))
+        print(f"{clips} clips: {json.dumps(runs[clips])}", flush=True)
+    small, large = min(runs), max(runs)
+    rows = ["| component | " + " | ".join(f"{c} clips: s, peak RSS MB, disk MB" for c in runs)
+            + f" | RSS {large}/{small} | s at 50,000 (a line through both sizes) |",
+            "| --- |" + " --- |" * (len(runs) + 2)]
+
+    def at_50k(small_s, large_s):
+        return large_s + (large_s - small_s) / (large - small) * (50000 - large)
+
+    for node in COMPONENTS:
+        cells = [runs[c]["components"].get(node) for c in runs]
+        if not all(cells):
+            continue
+        ratio = runs[large]["components"][node]["peak_rss_mb"] / max(runs[small]["components"][node]["peak_rss_mb"], 1)
+        rows.append(f"| {node} | " + " | ".join(f"{c['wall_s']:.0f}, {c['peak_rss_mb']:.0f}, {c['disk_mb']:.0f}"
+                                                for c in cells)
+                    + f" | {ratio:.2f}x | {at_50k(cells[0]['wall_s'], cells[-1]['wall_s']):.0f} |")
+    rows.append("| whole run | " + " | ".join(f"{r['wall_s']:.0f}, {r['peak_rss_mb']:.0f}, "
+                                             f"{sum(c['disk_mb'] for c in r['components'].values()):.0f}"
+                                             for r in runs.values())
+                + f" | {runs[large]['peak_rss_mb'] / max(runs[small]['peak_rss_mb'], 1):.2f}x | "
+                  f"{at_50k(runs[small]['wall_s'], runs[large]['wall_s']):.0f} |")
+    rows.append("")
+    for clips, r in runs.items():
+        data_mb = sum(r["components"][n]["disk_mb"] for n in ("WavExampleGen", "Transform"))
+        rows.append(f"- {clips} clips ({r['examples']} examples, {r['audio_s'] / 3600:.1f} h of noisy audio): "
+                    f"ExampleGen + Transform disk {data_mb * 2 ** 20 / clips / 1e3:.0f} kB per clip, "
+                    f"{data_mb * 2 ** 20 / clips / PCM16_PAIR_BYTES:.2f}x the pair's PCM16 size "
+                    f"({PCM16_PAIR_BYTES / 1e3:.0f} kB); at 50,000 clips "
+                    f"{data_mb / clips * 50000 / 1024:.1f} GB.")
+    if args.workers_clips:
+        base = os.path.join(work, f"pairs{args.workers_clips}")
+        if not os.path.isdir(base):
+            write_pairs(base, args.workers_clips)
+        rates = {}
+        for workers in (1, 2):
+            r = run("validate", settings(base, os.path.join(work, f"workers{workers}"), f"workers{workers}",
+                                         args.epochs, workers))
+            eg = r["components"]["WavExampleGen"]
+            rates[workers] = r["audio_s"] / eg["wall_s"]
+            rows.append(f"- WAV ExampleGen, {workers} DirectRunner worker(s), {args.workers_clips} clips: "
+                        f"{eg['wall_s']:.0f} s, {rates[workers]:.0f} audio hours per hour, peak RSS "
+                        f"{eg['peak_rss_mb']:.0f} MB")
+        rows.append(f"- 2 workers against 1: {rates[2] / rates[1]:.2f}x")
+    rows.append(f"\n{args.epochs} epochs, the demo config otherwise (logmel_cnn with the denoiser, joint objective); "
+                f"{os.cpu_count()} cores, {platform.processor() or platform.machine()}, "
+                f"{psutil.virtual_memory().total / 2 ** 30:.0f} GiB.")
+    publish("The whole pipeline at scale", "\n".join(rows), args.out)
+
+
+if __name__ == "__main__":
+    main()
