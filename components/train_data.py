@@ -65,9 +65,10 @@ def split_size(file_patterns: Sequence[str]) -> SplitSize:
     return SplitSize(int(examples), int(size))
 
 
-def require_examples(file_patterns: Sequence[str], size: SplitSize, role: str) -> SplitSize:
-    """`size`, or a clear error when the split is empty (the training stream would wait
-    forever for a batch; the evaluation would have nothing to score)."""
+def require_examples(file_patterns: Sequence[str], role: str) -> SplitSize:
+    """The split's `split_size`, or a clear error when it is empty (the training stream
+    would wait forever for a batch; the evaluation would have nothing to score)."""
+    size = split_size(file_patterns)
     if size.examples == 0:
         raise ValueError(f"the Trainer's {role} split has no examples ({', '.join(file_patterns)}): its groups "
                          f"all hashed to other splits or its files were rejected; add data or change "
@@ -147,12 +148,11 @@ def featurizer(tf_transform_output: tft.TFTransformOutput, cfg: TrainerConfig, a
         x = {k: transformed[k] for k in keys}
         y = {k: tf.reshape(transformed[k], [-1]) if k != features.CLEAN_WAVEFORM else transformed[k]
              for k in targets}
-        if masks:
-            seeds = tf.map_fn(lambda ei: tf.random.experimental.stateless_fold_in(tf.stack([seed, ei[0]]), ei[1]),
-                              (epochs, indices), fn_output_signature=tf.TensorSpec([2], tf.int64))
-            x[features.LOG_MEL] = tf.map_fn(lambda ms: spec_augment(ms[0], cfg.spec_augment, ms[1]),
-                                            (x[features.LOG_MEL], seeds),
-                                            fn_output_signature=x[features.LOG_MEL].dtype)
+        if masks:  # example i of epoch e gets the masks of seed (seed, e, i)
+            x[features.LOG_MEL] = tf.map_fn(
+                lambda mel_e_i: spec_augment(mel_e_i[0], cfg.spec_augment, tf.random.experimental.stateless_fold_in(
+                    tf.stack([seed, mel_e_i[1]]), mel_e_i[2])),
+                (x[features.LOG_MEL], epochs, indices), fn_output_signature=x[features.LOG_MEL].dtype)
         return x, y
 
     return featurize

@@ -25,7 +25,7 @@ from components import features, progress_lines, resume, train_data, training_lo
 from components.export import export_saved_model
 from components.denoiser import si_snr
 from components.model import build_model, input_keys
-from components.config import PipelineConfig, TrainerConfig
+from components.config import PipelineConfig
 
 
 def _make_evaluate(model: keras.Model):
@@ -82,10 +82,8 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
     strategy = training_loop.make_strategy()
     global_batch = tcfg.batch_size * tcfg.grad_accum_steps * strategy.num_replicas_in_sync
     tf_transform_output = tft.TFTransformOutput(fn_args.transform_output)
-    train_size = train_data.require_examples(fn_args.train_files, train_data.split_size(fn_args.train_files),
-                                             "training")
-    eval_size = train_data.require_examples(fn_args.eval_files, train_data.split_size(fn_args.eval_files),
-                                            "evaluation")
+    train_size = train_data.require_examples(fn_args.train_files, "training")
+    eval_size = train_data.require_examples(fn_args.eval_files, "evaluation")
     cache = train_data.cache_in_memory(tcfg, train_size, eval_size)
     eval_ds = train_data.make_dataset(fn_args.eval_files, tf_transform_output, tcfg.batch_size, tcfg,
                                       training=False, cache=cache)

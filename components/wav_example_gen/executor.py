@@ -467,21 +467,14 @@ def _WavToExample(pipeline: beam.Pipeline, exec_properties: Dict[str, Any],
     return examples if noisy is None else (examples, noisy) | "WithNoisyCopies" >> beam.Flatten()
 
 
-def _sum_pairs(pairs: Iterable[Tuple[int, int]]) -> Tuple[int, int]:
-    """(count, bytes) pairs -> their sums; (0, 0) for none (an empty split)."""
-    count = size = 0
-    for n, b in pairs:
-        count, size = count + n, size + b
-    return count, size
-
-
 def split_sizes(examples_uri: str) -> Dict[str, Dict[str, int]]:
     """{split: {"examples": N, "bytes": B}} of an Examples artifact this ExampleGen wrote
     (B: serialized tf.Example bytes, before compression); {} for one written otherwise."""
+    prefix, suffix = SPLIT_SIZE_FILE.split("{}")
     sizes = {}
     for path in FileSystems.match([os.path.join(examples_uri, "ingest_report", SPLIT_SIZE_FILE.format("*"))])[0] \
             .metadata_list:
-        name = os.path.basename(path.path)[len("split-"):-len(".json")]
+        name = os.path.basename(path.path)[len(prefix):-len(suffix)]
         sizes[name] = json.loads(_read_text(path.path))
     return sizes
 
@@ -547,7 +540,7 @@ class Executor(BaseExampleGenExecutor):
                 if report_dir:  # the Trainer sizes its epochs and its cache from these, without a pass
                     _ = (serialized
                          | f"Size[{name}]" >> beam.Map(lambda record: (1, len(record)))
-                         | f"SumSize[{name}]" >> beam.CombineGlobally(_sum_pairs)
+                         | f"SumSize[{name}]" >> beam.CombineGlobally(beam.combiners.TupleCombineFn(sum, sum))
                          | f"SizeToJson[{name}]" >> beam.Map(
                              lambda pair: json.dumps({"examples": pair[0], "bytes": pair[1]}))
                          | f"WriteSize[{name}]" >> beam.io.WriteToText(
