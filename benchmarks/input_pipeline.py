@@ -47,17 +47,22 @@ TINY = ("{hidden_size: 32, num_hidden_layers: 2, num_attention_heads: 2, interme
         "conv_stride: [5, 2, 2, 2, 2, 2, 2], num_conv_pos_embeddings: 16, num_conv_pos_embedding_groups: 2}")
 
 
-def write_clips(base: str, clips: int, seed: int = 0) -> None:
-    """`clips` 10-s 16 kHz PCM16 clips in label folders: a modulated tone in noise."""
-    rng = np.random.default_rng(seed)
+def clip(i: int, rng: np.random.Generator):
+    """The i-th generated clip: (label, clean 10-s signal, the same in noise). A modulated
+    tone: speed and memory do not depend on what is said."""
     t = np.arange(int(CLIP_S * RATE)) / RATE
+    pitch = 150 * (1 + i % len(LABELS)) * (1 + 0.1 * rng.random())
+    clean = 0.2 * np.sin(2 * np.pi * pitch * t) * (0.5 + 0.5 * np.sin(2 * np.pi * 3 * t)) ** 2
+    return LABELS[i % len(LABELS)], clean, clean + 0.05 * rng.standard_normal(t.size)
+
+
+def write_clips(base: str, clips: int, seed: int = 0) -> None:
+    """`clips` 10-s 16 kHz PCM16 noisy clips in label folders."""
+    rng = np.random.default_rng(seed)
     for i in range(clips):
-        label = LABELS[i % len(LABELS)]
+        label, _, noisy = clip(i, rng)
         os.makedirs(os.path.join(base, label), exist_ok=True)
-        pitch = 150 * (1 + i % len(LABELS)) * (1 + 0.1 * rng.random())
-        audio = 0.2 * np.sin(2 * np.pi * pitch * t) * (0.5 + 0.5 * np.sin(2 * np.pi * 3 * t)) ** 2
-        soundfile.write(os.path.join(base, label, f"clip{i:06d}.wav"),
-                        audio + 0.05 * rng.standard_normal(t.size), RATE, subtype="PCM_16")
+        soundfile.write(os.path.join(base, label, f"clip{i:06d}.wav"), noisy, RATE, subtype="PCM_16")
 
 
 def overrides(base: str, out: str, backbone: str, wav2vec2: str) -> list:

@@ -29,9 +29,9 @@ import numpy as np
 import psutil
 import soundfile
 
+from benchmarks.input_pipeline import CLIP_S, RATE, clip
 from benchmarks.report import publish
 
-RATE, CLIP_S, LABELS = 16000, 10.0, ("alarm", "speech", "machine")
 PCM16_PAIR_BYTES = 2 * (44 + int(CLIP_S * RATE) * 2)  # noisy + reference WAV files
 COMPONENTS = ("WavExampleGen", "StatisticsGen", "ExampleValidator", "Transform", "Trainer", "Evaluator", "Pusher")
 
@@ -39,13 +39,10 @@ COMPONENTS = ("WavExampleGen", "StatisticsGen", "ExampleValidator", "Transform",
 def write_pairs(base: str, clips: int, seed: int = 0) -> None:
     """`clips` noisy/clean 10-s pairs, 4 clips per speaker, in the paired layout."""
     rng = np.random.default_rng(seed)
-    t = np.arange(int(CLIP_S * RATE)) / RATE
     for i in range(clips):
-        label = LABELS[i % len(LABELS)]
+        label, clean, noisy = clip(i, rng)
         name = os.path.join(label, f"spk{i // 4:05d}_{i:06d}.wav")
-        pitch = 150 * (1 + i % len(LABELS)) * (1 + 0.1 * rng.random())
-        clean = 0.2 * np.sin(2 * np.pi * pitch * t) * (0.5 + 0.5 * np.sin(2 * np.pi * 3 * t)) ** 2
-        for folder, audio in (("clean", clean), ("noisy", clean + 0.05 * rng.standard_normal(t.size))):
+        for folder, audio in (("clean", clean), ("noisy", noisy)):
             os.makedirs(os.path.join(base, folder, label), exist_ok=True)
             soundfile.write(os.path.join(base, folder, name), audio, RATE, subtype="PCM_16")
 
