@@ -3,10 +3,11 @@ generated 10-second clips, the same feature work (decode, normalize, log-mel,
 SpecAugment) four ways in one run, each in a fresh process:
 
 - `python loop`: soundfile + librosa + numpy over the WAV files, as the reference did;
-- `tf.data basic`: the Trainer's own stream and featurizer (the Transform graph), with a
+- `tf.data basic`: the Trainer's own stream, Transform graph and SpecAugment, with a
   sequential map, no cache, no prefetch;
-- `tf.data optimized`: `components.train_data.make_dataset` as the Trainer runs it
-  (records cached in memory, batches featurized in a parallel map, prefetch);
+- `tf.data optimized`: `components.train_data.make_dataset` as the Trainer runs it, with
+  the cache the Trainer chooses (`cache_choice`: here the featurized examples, which fit
+  the default budget), batches featurized in a parallel map (AUTOTUNE), prefetch;
 - `read + parse`: the records read and parsed, no feature work: the ceiling.
 
     .venv/bin/python -m benchmarks.input_pipeline [--clips 300] [--epochs 3] \
@@ -158,10 +159,13 @@ def _child(variant: str, examples: str, graph: str, wavs_json: str, epochs: int,
     if variant == "python loop":
         batches = _python_loop(wavs, feats, cfg.spec_augment.resolved(), batch, cfg.seed)
     elif variant == "tf.data basic":
-        stream = train_data.training_stream(train_data.records(pattern), cfg, 0, 0)
-        batches = iter(stream.batch(batch).map(train_data.featurizer(tto, cfg, augment=True)))
+        transform, augment = train_data.transformer(tto, cfg), train_data.augmenter(cfg)
+        stream = train_data.training_stream(train_data.records(pattern), cfg, 0, 0).batch(batch)
+        batches = iter(stream.map(lambda e, i, records: train_data.model_io(cfg, augment(e, i, transform(records)))))
     elif variant == "tf.data optimized":
-        batches = iter(train_data.make_dataset(pattern, tto, batch, cfg, training=True, cache=True))
+        sizes = [train_data.split_size([os.path.join(examples, f"Split-{split}", "*")]) for split in ("train", "eval")]
+        cache = train_data.cache_choice(cfg, train_data.feature_bytes(tto, cfg), *sizes)  # as run_fn chooses
+        batches = iter(train_data.make_dataset(pattern, tto, batch, cfg, training=True, cache=cache))
     else:
         spec = tto.raw_feature_spec()
         batches = iter(train_data.records(pattern).repeat().batch(batch)

@@ -204,9 +204,10 @@ class TrainerConfig:
     # auto: mixed_float16 on GPU, float32 on CPU
     precision: Literal["auto", "float32", "mixed_float16", "mixed_bfloat16"] = "auto"
     shuffle_buffer: PositiveInt = 2048  # examples (serialized records: a 10-s noisy/clean pair is 0.64 MB)
-    # auto: the serialized train + eval records cached in memory when they fit cache_budget_mb,
-    # else read from the files every epoch; memory | none force it.
-    cache: Literal["auto", "memory", "none"] = "auto"
+    # What the Trainer keeps in memory across epochs. auto: the featurized examples when they fit
+    # cache_budget_mb, else the serialized records when they fit, else nothing (the files are read
+    # and featurized every epoch); features | records | none force one.
+    cache: Literal["auto", "features", "records", "none"] = "auto"
     cache_budget_mb: PositiveInt = 2048
     log_every_steps: PositiveInt = 20
     checkpoint_every_steps: PositiveInt = 100

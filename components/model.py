@@ -21,7 +21,7 @@ import transformers
 
 from components import features
 from components.denoiser import Denoiser
-from components.transform import log_mel, normalize, spec_augment
+from components.transform import log_mel, normalize, spec_augment_batch
 from components.config import FeatureConfig, TrainerConfig, Wav2Vec2Config
 
 # Which transformed features each backbone reads (without the denoiser).
@@ -133,7 +133,7 @@ class AudioModel(keras.Model):
             mel = self.mel_norm(log_mel(enhanced, self.feature_cfg), training=training)
             augment = self.trainer_cfg.spec_augment
             if training and augment.enabled:
-                mel = tf.map_fn(lambda m: spec_augment(m, augment), mel)
+                mel = spec_augment_batch(mel, augment)
             logits = self.backbone({features.LOG_MEL: mel}, training=training)
         else:
             renormalized = normalize(enhanced, valid)[0]

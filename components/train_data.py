@@ -3,12 +3,14 @@
 The Transform does not materialize its output (TFX's non-materialized Transform): it
 analyzes the training split (the log-mel statistics, the label vocabulary) and writes
 only its graph. Here the Trainer reads the ExampleGen's serialized tf.Examples (PCM16
-WAV bytes: the compact form), caches them in memory when they fit
-`trainer.cache_budget_mb`, shuffles them per epoch, batches them, and only then parses
-and featurizes each batch with the Transform graph (`transform_features_layer`, the
-layer the exported model uses) in a parallel map (`num_parallel_calls=AUTOTUNE`),
-SpecAugment on the training stream, and prefetches. Memory holds the shuffle buffer
-and a few batches, not the corpus, and disk holds no float copy of the audio.
+WAV bytes: the compact form) and featurizes them batch by batch with the Transform graph
+(`transform_features_layer`, the layer the exported model uses) in a parallel map
+(`num_parallel_calls=AUTOTUNE`). What stays in memory across epochs is decided by size
+(`cache_choice`): the featurized examples when they fit `trainer.cache_budget_mb` (later
+epochs only shuffle, batch and augment), else the serialized records when they fit, else
+nothing (every epoch reads and featurizes the files). Then a seeded shuffle per epoch,
+batches, SpecAugment on the training stream, prefetch. Memory holds at most the budget,
+the shuffle buffer and a few batches, not the corpus; disk holds no float copy of the audio.
 
 Epoch sizes and the cache decision come from the split sizes the WAV ExampleGen
 records (`split_sizes`), not from a pass over the data.
@@ -18,6 +20,7 @@ from __future__ import annotations
 import os
 from typing import Iterable, NamedTuple, Sequence
 
+import numpy as np
 import tensorflow as tf
 import tensorflow_transform as tft
 from absl import logging
@@ -25,7 +28,7 @@ from absl import logging
 from components import features
 from components.config import TrainerConfig
 from components.model import input_keys
-from components.transform import spec_augment
+from components.transform import spec_augment_batch
 from components.wav_example_gen.executor import split_sizes
 
 
@@ -76,22 +79,39 @@ def require_examples(file_patterns: Sequence[str], role: str) -> SplitSize:
     return size
 
 
-def cache_in_memory(cfg: TrainerConfig, *sizes: SplitSize) -> bool:
-    """`trainer.cache`: memory, none, or auto (memory when the splits' serialized records
-    fit `trainer.cache_budget_mb`; else every epoch reads the files again)."""
-    total_mb = sum(s.bytes for s in sizes) / 2 ** 20
-    chosen = cfg.cache == "memory" or (cfg.cache == "auto" and total_mb <= cfg.cache_budget_mb)
-    logging.info("Trainer cache: %s (trainer.cache=%s, %.0f MB of records, budget %d MB)",
-                 "in memory" if chosen else "none, the files are read every epoch", cfg.cache, total_mb,
-                 cfg.cache_budget_mb)
-    return chosen
+def feature_bytes(tf_transform_output: tft.TFTransformOutput, cfg: TrainerConfig) -> int:
+    """Bytes of one featurized example: the model's inputs and targets, as the cache holds them."""
+    spec = tf_transform_output.transformed_feature_spec()
+    return sum(int(np.prod(spec[k].shape, dtype=np.int64)) * spec[k].dtype.size for k in _keys(cfg))
+
+
+def cache_choice(cfg: TrainerConfig, per_example_features: int, *sizes: SplitSize) -> str:
+    """`trainer.cache`: what is kept in memory across epochs. auto: the featurized examples
+    (`per_example_features` bytes each) when the splits fit `trainer.cache_budget_mb`, else
+    their serialized records when those fit, else nothing."""
+    budget = cfg.cache_budget_mb * 2 ** 20
+    features_size = sum(s.examples for s in sizes) * per_example_features
+    records_size = sum(s.bytes for s in sizes)
+    choice = cfg.cache if cfg.cache != "auto" else (
+        "features" if features_size <= budget else "records" if records_size <= budget else "none")
+    logging.info("Trainer cache: %s (trainer.cache=%s; featurized %.0f MB, records %.0f MB, budget %d MB)",
+                 {"features": "the featurized examples", "records": "the serialized records",
+                  "none": "nothing, every epoch reads and featurizes the files"}[choice], cfg.cache,
+                 features_size / 2 ** 20, records_size / 2 ** 20, cfg.cache_budget_mb)
+    return choice
 
 
 def make_dataset(file_patterns: Sequence[str], tf_transform_output: tft.TFTransformOutput, batch_size: int,
                  cfg: TrainerConfig, training: bool, start_step: int = 0, num_examples: int | None = None,
-                 cache: bool = False) -> tf.data.Dataset:
+                 cache: str = "none") -> tf.data.Dataset:
     """(features dict, targets dict) batches; SpecAugment (log-mel) on the training stream only.
     Targets: LABEL_ID, plus CLEAN_WAVEFORM and HAS_CLEAN when the denoiser is on.
+
+    `cache` (`cache_choice`): "features" featurizes the split once, in file order, batch by
+    batch in a parallel map, and keeps the featurized examples in memory, so later epochs
+    only shuffle, batch and augment; "records" keeps the serialized records and featurizes
+    every batch of every epoch; "none" reads the files every epoch too. The batches are
+    the same whatever is cached.
 
     The training stream repeats forever, its batches running across epoch boundaries,
     and is a function of `cfg.seed` alone: epoch e is shuffled with a seed drawn from
@@ -99,9 +119,15 @@ def make_dataset(file_patterns: Sequence[str], tf_transform_output: tft.TFTransf
     (seed, e, i). `start_step` (a resumed run's optimizer step) starts it at the batch
     an uninterrupted run reads at that step: same order, same masks. `num_examples`,
     the examples per epoch, places that batch (`split_size` when not given)."""
-    serialized = records(file_patterns)
-    if cache:
-        serialized = serialized.cache()
+    if cache not in ("features", "records", "none"):
+        raise ValueError(f"cache {cache!r}: expected features, records or none")
+    transform = transformer(tf_transform_output, cfg)
+    examples = records(file_patterns)
+    featurized = cache == "features"
+    if featurized:
+        examples = examples.batch(batch_size).map(transform, num_parallel_calls=tf.data.AUTOTUNE).unbatch()
+    if cache != "none":
+        examples = examples.cache()
     if training:
         if start_step and num_examples is None:
             num_examples = split_size(file_patterns).examples
@@ -109,12 +135,16 @@ def make_dataset(file_patterns: Sequence[str], tf_transform_output: tft.TFTransf
         if start_step:
             logging.info("Training data resumes at step %d: epoch %d, example %d of %d",
                          start_step, first_epoch, offset, num_examples)
-        stream = training_stream(serialized, cfg, first_epoch, offset)
+        stream = training_stream(examples, cfg, first_epoch, offset)
     else:
-        stream = serialized.map(lambda record: (tf.constant(0, tf.int64), tf.constant(0, tf.int64), record))
-    featurize = featurizer(tf_transform_output, cfg, augment=training)
-    return stream.batch(batch_size).map(featurize, num_parallel_calls=tf.data.AUTOTUNE) \
-        .prefetch(tf.data.AUTOTUNE)
+        stream = examples.map(lambda example: (tf.constant(0, tf.int64), tf.constant(0, tf.int64), example))
+    augment = augmenter(cfg) if training else None
+
+    def finish(epochs, indices, batch):
+        batch = batch if featurized else transform(batch)
+        return model_io(cfg, augment(epochs, indices, batch) if augment else batch)
+
+    return stream.batch(batch_size).map(finish, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
 
 
 def training_stream(serialized: tf.data.Dataset, cfg: TrainerConfig, first_epoch: int,
@@ -131,28 +161,47 @@ def training_stream(serialized: tf.data.Dataset, cfg: TrainerConfig, first_epoch
     return tf.data.Dataset.range(first_epoch, 2 ** 62).flat_map(epoch).skip(offset)
 
 
-def featurizer(tf_transform_output: tft.TFTransformOutput, cfg: TrainerConfig, augment: bool):
-    """A batch of (epochs, indices, serialized records) -> (features, targets): parsed, run
-    through the Transform graph, the model's keys picked, SpecAugment applied if `augment`."""
-    keys = input_keys(cfg)
+def _keys(cfg: TrainerConfig) -> tuple:
+    """The transformed features the model reads, then its targets."""
     targets = (features.LABEL_ID,) + ((features.CLEAN_WAVEFORM, features.HAS_CLEAN) if cfg.denoiser.enabled else ())
+    return tuple(input_keys(cfg)) + targets
+
+
+def transformer(tf_transform_output: tft.TFTransformOutput, cfg: TrainerConfig):
+    """[B] serialized records -> {key: [B, ...]}: parsed, run through the Transform graph (the
+    layer the exported model uses), the model's inputs and targets picked (`_keys`)."""
     raw_spec = tf_transform_output.raw_feature_spec()
     shapes = {k: spec.shape for k, spec in tf_transform_output.transformed_feature_spec().items()}
     tft_layer = tf_transform_output.transform_features_layer()
-    seed = tf.constant(cfg.seed, tf.int64)
-    masks = augment and cfg.spec_augment.enabled and features.LOG_MEL in keys
+    keys = _keys(cfg)
 
-    def featurize(epochs, indices, records):
+    def transform(records):
         transformed = tft_layer(tf.io.parse_example(records, raw_spec))
-        transformed = {k: tf.ensure_shape(transformed[k], [None, *shapes[k]]) for k in keys + targets}
-        x = {k: transformed[k] for k in keys}
-        y = {k: tf.reshape(transformed[k], [-1]) if k != features.CLEAN_WAVEFORM else transformed[k]
-             for k in targets}
-        if masks:  # example i of epoch e gets the masks of seed (seed, e, i)
-            x[features.LOG_MEL] = tf.map_fn(
-                lambda mel_e_i: spec_augment(mel_e_i[0], cfg.spec_augment, tf.random.experimental.stateless_fold_in(
-                    tf.stack([seed, mel_e_i[1]]), mel_e_i[2])),
-                (x[features.LOG_MEL], epochs, indices), fn_output_signature=x[features.LOG_MEL].dtype)
-        return x, y
+        return {k: tf.ensure_shape(transformed[k], [None, *shapes[k]]) for k in keys}
 
-    return featurize
+    return transform
+
+
+def augmenter(cfg: TrainerConfig):
+    """(epochs [B], indices [B], featurized batch) -> the batch with SpecAugment on its log-mel
+    (when on and the model reads log-mel); example i of epoch e under the masks of seed
+    (seed, e, i)."""
+    seed = tf.constant(cfg.seed, tf.int64)
+    on = cfg.spec_augment.enabled and features.LOG_MEL in input_keys(cfg)
+
+    def augment(epochs, indices, batch):
+        if not on:
+            return batch
+        seeds = tf.map_fn(lambda e_i: tf.random.experimental.stateless_fold_in(tf.stack([seed, e_i[0]]), e_i[1]),
+                          (epochs, indices), fn_output_signature=tf.TensorSpec([2], tf.int64))
+        return dict(batch, **{features.LOG_MEL: spec_augment_batch(batch[features.LOG_MEL], cfg.spec_augment, seeds)})
+
+    return augment
+
+
+def model_io(cfg: TrainerConfig, batch: dict):
+    """A featurized batch -> (inputs, targets) as the model and the loss take them."""
+    x = {k: batch[k] for k in input_keys(cfg)}
+    y = {k: batch[k] if k == features.CLEAN_WAVEFORM else tf.reshape(batch[k], [-1])
+         for k in _keys(cfg) if k not in x}
+    return x, y

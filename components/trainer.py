@@ -84,7 +84,7 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
     tf_transform_output = tft.TFTransformOutput(fn_args.transform_output)
     train_size = train_data.require_examples(fn_args.train_files, "training")
     eval_size = train_data.require_examples(fn_args.eval_files, "evaluation")
-    cache = train_data.cache_in_memory(tcfg, train_size, eval_size)
+    cache = train_data.cache_choice(tcfg, train_data.feature_bytes(tf_transform_output, tcfg), train_size, eval_size)
     eval_ds = train_data.make_dataset(fn_args.eval_files, tf_transform_output, tcfg.batch_size, tcfg,
                                       training=False, cache=cache)
     train_examples = train_size.examples

@@ -228,21 +228,30 @@ def test_the_input_cache_is_chosen_by_size_and_changes_nothing_but_memory(transf
     _, input_dict = transformed
     fn_args = _fn_args(input_dict)
     tto = tft.TFTransformOutput(input_dict["transform_graph"][0].uri)
-    cfg = _config().trainer
+    cfg, cfg_features = _config().trainer, _config().features
     mb = 2 ** 20
     auto = dataclasses.replace(cfg, cache="auto", cache_budget_mb=1)
-    assert train_data.cache_in_memory(auto, train_data.SplitSize(9, mb // 2), train_data.SplitSize(1, mb // 2))
-    assert not train_data.cache_in_memory(auto, train_data.SplitSize(9, mb // 2), train_data.SplitSize(1, mb // 2 + 1))
-    assert train_data.cache_in_memory(dataclasses.replace(auto, cache="memory"), train_data.SplitSize(1, 9 * mb))
-    assert not train_data.cache_in_memory(dataclasses.replace(auto, cache="none"), train_data.SplitSize(1, 1))
+    choice = train_data.cache_choice
+    assert choice(auto, mb // 10, train_data.SplitSize(9, 1), train_data.SplitSize(1, 1)) == "features"
+    assert choice(auto, mb // 10 + 1, train_data.SplitSize(9, mb // 2), train_data.SplitSize(1, mb // 2)) == "records"
+    assert choice(auto, mb, train_data.SplitSize(9, mb // 2), train_data.SplitSize(1, mb // 2 + 1)) == "none"
+    for forced in ("features", "records", "none"):
+        assert choice(dataclasses.replace(auto, cache=forced), 9 * mb, train_data.SplitSize(1, 9 * mb)) == forced
+    per_example = train_data.feature_bytes(tto, cfg)
+    frames, bins = cfg_features.num_frames, cfg_features.num_mel_bins
+    assert per_example == frames * bins * 4 + 8  # logmel_cnn: the float32 log-mel and the int64 label
 
     def batches(cache):
         ds = train_data.make_dataset(fn_args.train_files, tto, 5, cfg, training=True, cache=cache)
         return [(x[features.LOG_MEL].numpy(), y[features.LABEL_ID].numpy()) for x, y in ds.take(12)]
 
-    for (mel, label), (cached_mel, cached_label) in zip(batches(False), batches(True), strict=True):
-        np.testing.assert_array_equal(cached_mel, mel)
-        np.testing.assert_array_equal(cached_label, label)
+    uncached = batches("none")
+    for cache in ("records", "features"):
+        for (mel, label), (cached_mel, cached_label) in zip(uncached, batches(cache), strict=True):
+            # Same examples, order and masks; featurized in other batches, the float sums may round apart.
+            np.testing.assert_allclose(cached_mel, mel, rtol=0, atol=1e-4)  # unit-scale features
+            np.testing.assert_array_equal(cached_mel == 0, mel == 0)
+            np.testing.assert_array_equal(cached_label, label)
 
     # The split sizes the ExampleGen recorded are those of its files; files from elsewhere are counted.
     recorded = train_data.split_size(fn_args.train_files)

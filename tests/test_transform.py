@@ -38,9 +38,37 @@ def test_decode_waveform_pads_and_normalizes_each_utterance():
     np.testing.assert_allclose(restored, short, atol=1e-4)
 
 
-def test_audio_longer_than_the_window_is_refused_not_cropped():
+def _wav_other_header(samples):
+    """The same PCM16 samples behind a header with a LIST chunk: not the canonical 44 bytes."""
+    buf = io.BytesIO()
+    with soundfile.SoundFile(buf, "w", 16000, 1, subtype="PCM_16", format="WAV") as f:
+        f.title = "a LIST INFO chunk before the data"
+        f.write(np.asarray(samples, np.float32))
+    return buf.getvalue()
+
+
+def test_the_batch_read_of_canonical_wavs_gives_decode_wavs_samples():
+    rng = np.random.default_rng(3)
+    clips = [np.clip(0.3 * rng.standard_normal(n), -1, 1) for n in (16000, 9001, 1)]
+    canonical = [_wav(c) for c in clips]
+    other = [_wav_other_header(c) for c in clips]
+    assert all(len(w) == 44 + 2 * len(c) for w, c in zip(canonical, clips))
+    assert all(len(w) > 44 + 2 * len(c) for w, c in zip(other, clips))
+    expected = np.zeros([3, 16000], np.float32)
+    for i, wav in enumerate(canonical):
+        audio = tf.audio.decode_wav(wav, desired_channels=1).audio[:, 0].numpy()
+        expected[i, :audio.size] = audio
+    for batch in (canonical, other, canonical[:2] + other[2:]):  # the batch read, clip by clip, mixed
+        audio, lengths = transform.decode_batch(tf.constant(batch), 16000)
+        np.testing.assert_array_equal(audio.numpy(), expected)
+        assert list(lengths.numpy()) == [16000, 9001, 1]
+
+
+@pytest.mark.parametrize("header", ["canonical", "other"])
+def test_audio_longer_than_the_window_is_refused_not_cropped(header):
+    wav = _wav if header == "canonical" else _wav_other_header
     with pytest.raises(tf.errors.InvalidArgumentError, match="longer than the model's window of 16000 samples"):
-        transform.decode_waveform(tf.constant([_wav(tone(1.0, 300)), _wav(tone(1.01, 300))]), 16000)
+        transform.decode_waveform(tf.constant([wav(tone(1.0, 300)), wav(tone(1.01, 300))]), 16000)
 
 
 def test_audio_at_another_sample_rate_is_refused_not_misread():
@@ -71,6 +99,16 @@ def test_snr_bucket_names_follow_the_configured_edges():
     buckets = transform.snr_bucket(snr, has_clean, [0.0, 5.0, 10.0, 20.0]).numpy().tolist()
     assert [b.decode() for b in buckets] == [
         "<0", "0-5", "0-5", "5-10", "10-20", ">=20", features.NO_REFERENCE, features.NO_REFERENCE]
+
+
+def test_log_mel_is_that_of_tf_signal_stft():
+    cfg = FeatureConfig(clip_seconds=0.5)
+    waveform = tf.random.stateless_normal([3, cfg.num_samples], [1, 2])
+    stft = tf.signal.stft(waveform, cfg.frame_length, cfg.frame_step, cfg.fft_length)
+    mel_matrix = tf.signal.linear_to_mel_weight_matrix(
+        cfg.num_mel_bins, cfg.fft_length // 2 + 1, features.SAMPLE_RATE, cfg.lower_hz, cfg.upper_hz)
+    expected = tf.math.log(tf.tensordot(tf.abs(stft) ** 2, mel_matrix, axes=1) + 1e-6)
+    np.testing.assert_allclose(transform.log_mel(waveform, cfg).numpy(), expected.numpy(), atol=1e-4)
 
 
 def test_log_mel_has_the_configured_frames_and_bins():
@@ -139,6 +177,17 @@ def test_spec_augment_masks_are_a_function_of_the_seed():
     again = transform.spec_augment(mel, cfg, tf.constant([7, 3], tf.int64)).numpy() == 0
     np.testing.assert_array_equal(again, masks[3])  # same seed, same masks
     assert len({m.tobytes() for m in masks}) > 4  # other seeds, other masks
+
+
+def test_a_batch_is_augmented_example_by_example_as_its_seeds_say():
+    cfg = SpecAugmentConfig(freq_masks=2, freq_mask_width=8, time_masks=2, time_mask_width=10)
+    mel = tf.random.stateless_normal([6, 98, 64], [3, 4]) + 5.0  # no cell is 0 before masking
+    seeds = tf.constant([[7, k] for k in range(6)], tf.int64)
+    batch = transform.spec_augment_batch(mel, cfg, seeds).numpy()
+    for k in range(6):
+        np.testing.assert_array_equal(batch[k], transform.spec_augment(mel[k], cfg, seeds[k]).numpy())
+    assert len({(b == 0).tobytes() for b in batch}) == 6  # each example under masks of its own
+    assert 0 < (batch == 0).mean() < 0.5
 
 
 def test_spec_augment_time_masks_never_exceed_the_ratio_p():
