@@ -10,6 +10,7 @@ import json
 import os
 from typing import List, Optional
 
+import tensorflow_data_validation as tfdv
 from ml_metadata.proto import metadata_store_pb2
 from tfx import v1 as tfx
 
@@ -43,6 +44,16 @@ class DataNodes:
                 self.example_validator, self.anomalies_gate]
 
 
+def statistics_options() -> tfdv.StatsOptions:
+    """StatisticsGen's TFDV options: top-k and unique counts from TFDV's sketches
+    (Misra-Gries and KMV, fixed size; strings over 1 kB are counted under one placeholder)
+    instead of its default exact generator, which groups the data by every distinct string
+    value and so held each example's WAV bytes (`audio`, `clean_audio`) in Beam's buffers:
+    StatisticsGen's memory grew with the corpus. The schema's checks on those features
+    (type, presence, value counts) come from TFDV's basic statistics, which are unchanged."""
+    return tfdv.StatsOptions(use_sketch_based_topk_uniques=True)
+
+
 def validated_data(config: PipelineConfig) -> DataNodes:
     """WavExampleGen -> StatisticsGen, ImportSchemaGen -> ConfiguredSchema -> ExampleValidator
     -> AnomaliesGate: what Transform may run on."""
@@ -55,7 +66,8 @@ def validated_data(config: PipelineConfig) -> DataNodes:
                     for name, buckets in data.split_buckets.items()],
             partition_feature_name=features.GROUP)),
         **dict(config.ingest_options(), noise_base=_absolute(data.noise_base) if data.noise_base else ""))
-    statistics_gen = tfx.components.StatisticsGen(examples=example_gen.outputs["examples"])
+    statistics_gen = tfx.components.StatisticsGen(examples=example_gen.outputs["examples"],
+                                                  stats_options=statistics_options())
     schema_gen = tfx.components.ImportSchemaGen(schema_file=os.path.join(REPO_ROOT, config.schema_file))
     configured_schema = schema.ConfiguredSchema(  # the bounds that mirror settings, from the settings
         curated=schema_gen.outputs["schema"], bounds_json=json.dumps(schema.bounds(config)))
