@@ -109,7 +109,8 @@ def run_pipeline(settings: list) -> dict:
 
 def _python_loop(wavs: list, feats, aug, batch: int, seed: int):
     """The reference's loop, per epoch: files shuffled, read, normalized, log-mel (librosa),
-    per-bin normalized, SpecAugment masks drawn with numpy, stacked into batches."""
+    per-bin normalized, SpecAugment masks drawn with numpy, stacked into batches (an
+    iterator of batches, warmed up)."""
     import librosa
 
     rng = np.random.default_rng(seed)
@@ -135,10 +136,16 @@ def _python_loop(wavs: list, feats, aug, batch: int, seed: int):
             mel[start:start + width] = 0.0
         return mel
 
-    while True:
-        order = rng.permutation(len(wavs))
-        for i in range(0, len(order), batch):
-            yield np.stack([one(wavs[j]) for j in order[i:i + batch]])
+    def batches():
+        while True:
+            order = rng.permutation(len(wavs))
+            for i in range(0, len(order), batch):
+                yield np.stack([one(wavs[j]) for j in order[i:i + batch]])
+
+    # librosa compiles its numba helpers on the first call (about 3 s here): done now, outside
+    # the timed epochs, as the tf.data variants build and trace their pipelines in iter().
+    one(wavs[0])
+    return batches()
 
 
 def _child(variant: str, examples: str, graph: str, wavs_json: str, epochs: int, batch: int) -> dict:

@@ -104,23 +104,8 @@ def run(verb: str, overrides: list) -> dict:
             "audio_s": examples.custom_properties["seconds_in_examples"].double_value}
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--clips", type=int, nargs="+", default=[1000, 5000])
-    parser.add_argument("--epochs", type=int, default=2)
-    parser.add_argument("--workers-clips", type=int, default=1000,
-                        help="clips for the 1-against-2 Beam workers comparison (0: skip it)")
-    parser.add_argument("--work", help="working folder (default: a temporary one)")
-    parser.add_argument("--out")
-    args = parser.parse_args()
-    work = args.work or tempfile.mkdtemp(prefix="bench_scale_")
-    runs = {}
-    for clips in args.clips:
-        base = os.path.join(work, f"pairs{clips}")
-        if not os.path.isdir(base):
-            write_pairs(base, clips)
-        runs[clips] = run("run", settings(base, os.path.join(work, f"out{clips}"), f"scale{clips}", args.epochs))
-        print(f"{clips} clips: {json.dumps(runs[clips])}", flush=True)
+def _size_rows(runs: dict) -> list:
+    """The per-component table of the whole-pipeline runs, and the disk per clip."""
     small, large = min(runs), max(runs)
     rows = ["| component | " + " | ".join(f"{c} clips: s, peak RSS MB, disk MB" for c in runs)
             + f" | RSS {large}/{small} | s at 50,000 (a line through both sizes) |",
@@ -150,6 +135,28 @@ def main():
                     f"{data_mb * 2 ** 20 / clips / PCM16_PAIR_BYTES:.2f}x the pair's PCM16 size "
                     f"({PCM16_PAIR_BYTES / 1e3:.0f} kB); at 50,000 clips "
                     f"{data_mb / clips * 50000 / 1024:.1f} GB.")
+    return rows
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--clips", type=int, nargs="*", default=[1000, 5000],
+                        help="corpus sizes for the whole pipeline (none: only the Beam workers comparison)")
+    parser.add_argument("--epochs", type=int, default=2)
+    parser.add_argument("--workers-clips", type=int, default=1000,
+                        help="clips for the 1-against-2 Beam workers comparison (0: skip it)")
+    parser.add_argument("--work", help="working folder (default: a temporary one)")
+    parser.add_argument("--out")
+    args = parser.parse_args()
+    work = args.work or tempfile.mkdtemp(prefix="bench_scale_")
+    runs = {}
+    for clips in args.clips:
+        base = os.path.join(work, f"pairs{clips}")
+        if not os.path.isdir(base):
+            write_pairs(base, clips)
+        runs[clips] = run("run", settings(base, os.path.join(work, f"out{clips}"), f"scale{clips}", args.epochs))
+        print(f"{clips} clips: {json.dumps(runs[clips])}", flush=True)
+    rows = _size_rows(runs) if runs else []
     if args.workers_clips:
         base = os.path.join(work, f"pairs{args.workers_clips}")
         if not os.path.isdir(base):

@@ -32,6 +32,11 @@ from components.transform import spec_augment_batch
 from components.wav_example_gen.executor import split_sizes
 
 
+# Examples featurized per call of the Transform graph: 10-s clips in batches of 32 (20 MB a
+# waveform tensor) outrun the CPU caches; batches of 8 featurized about 20 % faster here.
+FEATURIZE_BATCH = 8
+
+
 class SplitSize(NamedTuple):
     examples: int
     bytes: int  # serialized tf.Example bytes, uncompressed: what an in-memory cache holds
@@ -122,10 +127,16 @@ def make_dataset(file_patterns: Sequence[str], tf_transform_output: tft.TFTransf
     if cache not in ("features", "records", "none"):
         raise ValueError(f"cache {cache!r}: expected features, records or none")
     transform = transformer(tf_transform_output, cfg)
+
+    def featurize(stream: tf.data.Dataset, records_of=lambda r: r, rebuild=lambda _, f: f) -> tf.data.Dataset:
+        """Each element's records through the Transform graph, FEATURIZE_BATCH at a time in a
+        parallel map, then one by one again."""
+        return stream.batch(FEATURIZE_BATCH).map(lambda *b: rebuild(b, transform(records_of(b))),
+                                                 num_parallel_calls=tf.data.AUTOTUNE).unbatch()
+
     examples = records(file_patterns)
-    featurized = cache == "features"
-    if featurized:
-        examples = examples.batch(batch_size).map(transform, num_parallel_calls=tf.data.AUTOTUNE).unbatch()
+    if cache == "features":
+        examples = featurize(examples, lambda b: b[0])
     if cache != "none":
         examples = examples.cache()
     if training:
@@ -138,10 +149,11 @@ def make_dataset(file_patterns: Sequence[str], tf_transform_output: tft.TFTransf
         stream = training_stream(examples, cfg, first_epoch, offset)
     else:
         stream = examples.map(lambda example: (tf.constant(0, tf.int64), tf.constant(0, tf.int64), example))
+    if cache != "features":  # (epoch, index, record) -> (epoch, index, features)
+        stream = featurize(stream, lambda b: b[2], lambda b, featurized: (b[0], b[1], featurized))
     augment = augmenter(cfg) if training else None
 
     def finish(epochs, indices, batch):
-        batch = batch if featurized else transform(batch)
         return model_io(cfg, augment(epochs, indices, batch) if augment else batch)
 
     return stream.batch(batch_size).map(finish, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
