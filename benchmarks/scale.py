@@ -111,8 +111,8 @@ def _size_rows(runs: dict) -> list:
             + f" | RSS {large}/{small} | s at 50,000 (a line through both sizes) |",
             "| --- |" + " --- |" * (len(runs) + 2)]
 
-    def at_50k(small_s, large_s):
-        return large_s + (large_s - small_s) / (large - small) * (50000 - large)
+    def at_50k(small_s, large_s):  # no line through one size
+        return large_s + (large_s - small_s) / (large - small) * (50000 - large) if large > small else float("nan")
 
     for node in COMPONENTS:
         cells = [runs[c]["components"].get(node) for c in runs]

@@ -113,6 +113,11 @@ class FeatureConfig:
     snr_bucket_edges_db: Annotated[List[Float], Field(min_length=1)] = dataclasses.field(
         default_factory=lambda: [0.0, 5.0, 10.0, 20.0])
 
+    def __post_init__(self):
+        if self.fft_length < self.frame_length:  # the STFT would crop every frame (components/transform.log_mel)
+            raise ValueError(f"features.fft_length {self.fft_length} is shorter than features.frame_length "
+                             f"{self.frame_length}: expected fft_length >= frame_length")
+
     @property
     def num_samples(self) -> int:
         return int(round(self.clip_seconds * features.SAMPLE_RATE))

@@ -115,8 +115,9 @@ def make_dataset(file_patterns: Sequence[str], tf_transform_output: tft.TFTransf
     `cache` (`cache_choice`): "features" featurizes the split once, in file order, batch by
     batch in a parallel map, and keeps the featurized examples in memory, so later epochs
     only shuffle, batch and augment; "records" keeps the serialized records and featurizes
-    every batch of every epoch; "none" reads the files every epoch too. The batches are
-    the same whatever is cached.
+    every batch of every epoch; "none" reads the files every epoch too. The batches hold
+    the same examples in the same order under the same masks whatever is cached (the
+    features cache featurizes them in other groups of 8, which can round floats apart).
 
     The training stream repeats forever, its batches running across epoch boundaries,
     and is a function of `cfg.seed` alone: epoch e is shuffled with a seed drawn from

@@ -56,6 +56,16 @@ _PCM16_HEADER = (b"WAVEfmt " + (16).to_bytes(4, "little") + (1).to_bytes(2, "lit
 _HEADER_BYTES = 44
 
 
+def is_canonical_pcm16(wavs: tf.Tensor) -> tf.Tensor:
+    """[B] bytes -> [B] bool: a 44-byte PCM16 mono 16 kHz WAV header whose data size is the
+    rest of the bytes (even). Shorter inputs are False (their header is padded with zeros)."""
+    header = tf.strings.join([tf.strings.substr(wavs, 0, _HEADER_BYTES), b"\0" * _HEADER_BYTES])
+    data_size = tf.io.decode_raw(tf.strings.substr(header, 40, 4), tf.int32, fixed_length=4)[:, 0]
+    return ((tf.strings.substr(header, 0, 4) == b"RIFF")
+            & (tf.strings.substr(header, 8, len(_PCM16_HEADER)) == _PCM16_HEADER)
+            & (data_size == tf.strings.length(wavs) - _HEADER_BYTES) & (data_size % 2 == 0))
+
+
 def decode_batch(wavs: tf.Tensor, num_samples: int):
     """[B] WAV bytes -> ([B, num_samples] float32 zero-padded, [B] int64 lengths).
 
@@ -65,10 +75,6 @@ def decode_batch(wavs: tf.Tensor, num_samples: int):
     any other batch goes clip by clip through `tf.audio.decode_wav`. Written here because
     decode_wav takes one file per call: on 10-s clips the batch read is about 6x faster."""
     total = tf.strings.length(wavs)
-    data_size = tf.io.decode_raw(tf.strings.substr(wavs, 40, 4), tf.int32, fixed_length=4)[:, 0]
-    canonical = tf.reduce_all(
-        (tf.strings.substr(wavs, 0, 4) == b"RIFF") & (tf.strings.substr(wavs, 8, len(_PCM16_HEADER)) == _PCM16_HEADER)
-        & (data_size == total - _HEADER_BYTES) & (data_size % 2 == 0))
 
     def raw():
         samples = tf.io.decode_raw(tf.strings.substr(wavs, _HEADER_BYTES, 2 * num_samples), tf.int16,
@@ -85,7 +91,7 @@ def decode_batch(wavs: tf.Tensor, num_samples: int):
         return tf.map_fn(pcm, wavs, fn_output_signature=(
             tf.TensorSpec([num_samples], tf.float32), tf.TensorSpec([], tf.int64)))
 
-    audio, lengths = tf.cond(canonical, raw, one_by_one)
+    audio, lengths = tf.cond(tf.reduce_all(is_canonical_pcm16(wavs)), raw, one_by_one)
     longest = tf.reduce_max(tf.concat([lengths, tf.zeros([1], tf.int64)], 0))
     fits = tf.debugging.assert_less_equal(longest, tf.constant(num_samples, tf.int64), message=(
         f"audio longer than the model's window of {num_samples} samples (features.clip_seconds): "

@@ -58,6 +58,10 @@ def test_the_batch_read_of_canonical_wavs_gives_decode_wavs_samples():
     for i, wav in enumerate(canonical):
         audio = tf.audio.decode_wav(wav, desired_channels=1).audio[:, 0].numpy()
         expected[i, :audio.size] = audio
+    assert list(transform.is_canonical_pcm16(tf.constant(canonical)).numpy()) == [True] * 3
+    odd = canonical[0] + b"x"  # a byte past the data size
+    streamed = canonical[1][:40] + b"\xff\xff\xff\xff" + canonical[1][44:]  # size unknown when written
+    assert not any(transform.is_canonical_pcm16(tf.constant(other + [odd, streamed, b"RIFF", b""])).numpy())
     for batch in (canonical, other, canonical[:2] + other[2:]):  # the batch read, clip by clip, mixed
         audio, lengths = transform.decode_batch(tf.constant(batch), 16000)
         np.testing.assert_array_equal(audio.numpy(), expected)
@@ -99,6 +103,11 @@ def test_snr_bucket_names_follow_the_configured_edges():
     buckets = transform.snr_bucket(snr, has_clean, [0.0, 5.0, 10.0, 20.0]).numpy().tolist()
     assert [b.decode() for b in buckets] == [
         "<0", "0-5", "0-5", "5-10", "10-20", ">=20", features.NO_REFERENCE, features.NO_REFERENCE]
+
+
+def test_an_fft_shorter_than_the_frame_is_refused():
+    with pytest.raises(ValueError, match="fft_length 256 is shorter than features.frame_length 400"):
+        FeatureConfig(fft_length=256)
 
 
 def test_log_mel_is_that_of_tf_signal_stft():
