@@ -129,15 +129,14 @@ def make_dataset(file_patterns: Sequence[str], tf_transform_output: tft.TFTransf
         raise ValueError(f"cache {cache!r}: expected features, records or none")
     transform = transformer(tf_transform_output, cfg)
 
-    def featurize(stream: tf.data.Dataset, records_of=lambda r: r, rebuild=lambda _, f: f) -> tf.data.Dataset:
-        """Each element's records through the Transform graph, FEATURIZE_BATCH at a time in a
-        parallel map, then one by one again."""
-        return stream.batch(FEATURIZE_BATCH).map(lambda *b: rebuild(b, transform(records_of(b))),
-                                                 num_parallel_calls=tf.data.AUTOTUNE).unbatch()
+    def featurize(stream: tf.data.Dataset, fn) -> tf.data.Dataset:
+        """`fn` (the Transform graph on a batch) over FEATURIZE_BATCH elements at a time in a
+        parallel map, then one element at a time again."""
+        return stream.batch(FEATURIZE_BATCH).map(fn, num_parallel_calls=tf.data.AUTOTUNE).unbatch()
 
     examples = records(file_patterns)
     if cache == "features":
-        examples = featurize(examples, lambda b: b[0])
+        examples = featurize(examples, transform)
     if cache != "none":
         examples = examples.cache()
     if training:
@@ -151,7 +150,7 @@ def make_dataset(file_patterns: Sequence[str], tf_transform_output: tft.TFTransf
     else:
         stream = examples.map(lambda example: (tf.constant(0, tf.int64), tf.constant(0, tf.int64), example))
     if cache != "features":  # (epoch, index, record) -> (epoch, index, features)
-        stream = featurize(stream, lambda b: b[2], lambda b, featurized: (b[0], b[1], featurized))
+        stream = featurize(stream, lambda epochs, indices, batch: (epochs, indices, transform(batch)))
     augment = augmenter(cfg) if training else None
 
     def finish(epochs, indices, batch):

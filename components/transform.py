@@ -3,7 +3,7 @@
 TFX's Transform calls `preprocessing_fn`. Everything in the Transform graph uses
 core TF ops only (tf.audio.decode_wav, tf.signal), because TF Serving must load
 it; tensorflow-io's audio ops are custom ops and stay out.
-`spec_augment` is applied by the Trainer to the training stream only.
+`spec_augment_batch` is applied by the Trainer to the training stream only.
 """
 from __future__ import annotations
 
@@ -191,12 +191,6 @@ def preprocessing_fn(inputs: Dict[str, Any], custom_config: Dict[str, Any] | Non
         outputs[features.LABEL_ID] = tft.compute_and_apply_vocabulary(
             _dense(inputs[features.LABEL], b""), vocab_filename=features.LABEL_VOCAB)
     return outputs
-
-
-def spec_augment(mel: tf.Tensor, cfg: SpecAugmentConfig, seed: tf.Tensor | None = None) -> tf.Tensor:
-    """SpecAugment of one [frames, bins] example (`spec_augment_batch` with a batch of one)."""
-    seeds = None if seed is None else tf.reshape(tf.cast(seed, tf.int64), [1, 2])
-    return spec_augment_batch(mel[tf.newaxis], cfg, seeds)[0]
 
 
 def spec_augment_batch(mel: tf.Tensor, cfg: SpecAugmentConfig, seeds: tf.Tensor | None = None) -> tf.Tensor:

@@ -9,7 +9,7 @@ import soundfile
 from components import audio_io, features
 from components.wav_example_gen import segments
 from components.wav_example_gen import executor as wav_executor
-from tests.audio_helpers import tone, write_wav
+from tests.audio_helpers import tone, write_pair, write_wav
 from tests.test_wav_example_gen import _read_examples, _run_executor, _value
 
 
@@ -89,8 +89,7 @@ def test_segments_csv_labels_spans_and_measures_snr_per_window(tmp_path):
     clean[8 * 16000:14 * 16000] = tone(6.0, 900)
     noise = 0.02 * rng.standard_normal(clean.size)
     noise[8 * 16000:14 * 16000] *= 4  # the second span is noisier: lower SNR
-    write_wav(base / "clean" / "call1.wav", clean)
-    write_wav(base / "noisy" / "call1.wav", clean + noise)
+    write_pair(base, "call1.wav", clean, clean + noise)
     (base / "segments.csv").write_text("file_name,start_s,end_s,label\n"
                                        "noisy/call1.wav,1.0,5.0,billing\nnoisy/call1.wav,8.0,14.0,fault\n")
     (base / "metadata.csv").write_text("file_name,label,group,clean_file_name,noise_kind,snr_db\n"

@@ -10,7 +10,7 @@ from tfx.types import artifact_utils, standard_artifacts, standard_component_spe
 from components import features, schema
 from components.config import load_config
 from pipeline.pipeline import statistics_options, validated_data
-from tests.audio_helpers import tone, write_wav
+from tests.audio_helpers import tone, write_pair
 from tests.test_wav_example_gen import _run_executor
 
 
@@ -32,8 +32,7 @@ def test_statistics_validate_against_the_schema_with_audio_features_counted(tmp_
     for label, freq in (("yes", 300), ("no", 700)):
         for k in range(3):
             clean = tone(0.5, freq * (1 + 0.1 * k))
-            write_wav(base / "clean" / label / f"u{k}.wav", clean)
-            write_wav(base / "noisy" / label / f"u{k}.wav", clean + 0.05 * rng.standard_normal(clean.size))
+            write_pair(base, f"{label}/u{k}.wav", clean, clean + 0.05 * rng.standard_normal(clean.size))
     examples = _run_executor(base, tmp_path / "examples", {"train": 1}, file_pattern="noisy/*/*.wav",
                              layout="paired", group_regex=r"/(u[0-9])\.wav$", segment_s=0.5)
     statistics = standard_artifacts.ExampleStatistics()

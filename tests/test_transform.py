@@ -159,12 +159,17 @@ def test_preprocessing_fn_normalizes_over_the_full_pass_and_maps_labels():
     assert snr_db(transformed[1][features.CLEAN_WAVEFORM], transformed[1][features.WAVEFORM]) > 20
 
 
+def _augment_one(mel, cfg, seed=None):
+    """SpecAugment of one [frames, bins] example: a batch of one."""
+    return transform.spec_augment_batch(mel[tf.newaxis], cfg, None if seed is None else seed[tf.newaxis])[0]
+
+
 def test_spec_augment_masks_bands_within_the_configured_widths():
     cfg = SpecAugmentConfig(freq_masks=1, freq_mask_width=8, time_masks=1, time_mask_width=10)
     mel = tf.ones([98, 64])
     widths = []
     for _ in range(50):
-        out = transform.spec_augment(mel, cfg).numpy()
+        out = _augment_one(mel, cfg).numpy()
         zero_cols = np.where((out == 0).all(axis=0))[0]
         zero_rows = np.where((out == 0).all(axis=1))[0]
         assert len(zero_cols) <= 8 and len(zero_rows) <= 10
@@ -182,8 +187,8 @@ def test_spec_augment_masks_bands_within_the_configured_widths():
 def test_spec_augment_masks_are_a_function_of_the_seed():
     cfg = SpecAugmentConfig(freq_masks=2, freq_mask_width=8, time_masks=2, time_mask_width=10)
     mel = tf.ones([98, 64])
-    masks = [transform.spec_augment(mel, cfg, tf.constant([7, k], tf.int64)).numpy() == 0 for k in range(8)]
-    again = transform.spec_augment(mel, cfg, tf.constant([7, 3], tf.int64)).numpy() == 0
+    masks = [_augment_one(mel, cfg, tf.constant([7, k], tf.int64)).numpy() == 0 for k in range(8)]
+    again = _augment_one(mel, cfg, tf.constant([7, 3], tf.int64)).numpy() == 0
     np.testing.assert_array_equal(again, masks[3])  # same seed, same masks
     assert len({m.tobytes() for m in masks}) > 4  # other seeds, other masks
 
@@ -194,7 +199,7 @@ def test_a_batch_is_augmented_example_by_example_as_its_seeds_say():
     seeds = tf.constant([[7, k] for k in range(6)], tf.int64)
     batch = transform.spec_augment_batch(mel, cfg, seeds).numpy()
     for k in range(6):
-        np.testing.assert_array_equal(batch[k], transform.spec_augment(mel[k], cfg, seeds[k]).numpy())
+        np.testing.assert_array_equal(batch[k], _augment_one(mel[k], cfg, seeds[k]).numpy())
     assert len({(b == 0).tobytes() for b in batch}) == 6  # each example under masks of its own
     assert 0 < (batch == 0).mean() < 0.5
 
@@ -202,6 +207,6 @@ def test_a_batch_is_augmented_example_by_example_as_its_seeds_say():
 def test_spec_augment_time_masks_never_exceed_the_ratio_p():
     cfg = SpecAugmentConfig(freq_masks=0, time_masks=3, time_mask_width=100, time_mask_max_ratio=0.05)
     for _ in range(20):
-        out = transform.spec_augment(tf.ones([40, 16]), cfg).numpy()
+        out = _augment_one(tf.ones([40, 16]), cfg).numpy()
         zero_rows = np.where((out == 0).all(axis=1))[0]
         assert len(zero_rows) <= 3 * 2  # each of 3 masks at most 0.05 * 40 = 2 frames

@@ -17,7 +17,7 @@ from components import audio_io, features
 from components.wav_example_gen import WavExampleGen, component
 from components.wav_example_gen import executor as wav_executor
 from components.wav_example_gen import segments
-from tests.audio_helpers import tone, write_wav
+from tests.audio_helpers import tone, write_pair, write_wav
 
 
 def _write_metadata(path, rows):
@@ -247,8 +247,7 @@ def test_paired_layout_reads_noisy_with_clean_references_and_measures_the_input_
             clean = tone(0.5, freq * (1 + 0.1 * k))
             noise = rng.standard_normal(clean.size)
             noise *= np.sqrt(np.mean(clean ** 2) / np.mean(noise ** 2) / 10 ** (6.0 / 10))  # 6 dB
-            write_wav(base / "clean" / label / f"u{k}.wav", clean)
-            write_wav(base / "noisy" / label / f"u{k}.wav", clean + noise)
+            write_pair(base, f"{label}/u{k}.wav", clean, clean + noise)
     write_wav(base / "noisy" / "yes" / "orphan.wav", tone(0.5, 500))  # no clean counterpart
     examples = _run_executor(base, tmp_path / "out", file_pattern="noisy/*/*.wav",
                              layout="paired", max_reject_fraction=0.5, group_regex=r"/(u[0-9])\.wav$")
@@ -274,8 +273,7 @@ def test_paired_layout_keeps_each_speaker_in_one_split_or_refuses_without_groups
     for speaker in range(8):
         for k in range(3):
             clean = tone(0.3, 200 + 40 * speaker + 7 * k)
-            write_wav(base / "clean" / "yes" / f"p{speaker}_{k:03d}.wav", clean)
-            write_wav(base / "noisy" / "yes" / f"p{speaker}_{k:03d}.wav", clean + 0.01)
+            write_pair(base, f"yes/p{speaker}_{k:03d}.wav", clean, clean + 0.01)
     options = dict(file_pattern="noisy/*/*.wav", layout="paired", max_reject_fraction=1.0)
     with pytest.raises(ValueError, match=r"no usable audio"):
         _run_executor(base, tmp_path / "none", **options)
