@@ -236,6 +236,12 @@ class TrainerConfig:
 @dataclasses.dataclass
 class EvaluatorConfig:
     eval_split: str = "test"
+    # The generalization protocol: a folder laid out like data.input_base (metadata.csv and all)
+    # holding voices, noises and channels the training never sees (pipeline/heldout_data.py writes
+    # one). Read by its own ExampleGen, never trained on, evaluated beside eval_split and reported
+    # (not gated: the Pusher takes one blessing, eval_split's); "" turns it off.
+    heldout_base: str = ""
+    heldout_file_pattern: str = "*/*.wav"
     min_accuracy: Fraction = 0.5  # blessing floor on the eval split's accuracy
     # The candidate may not be worse than the latest blessed model by more than this.
     max_accuracy_regression: Fraction = 0.0
@@ -244,7 +250,7 @@ class EvaluatorConfig:
     min_si_snr_improvement_db: Optional[Float] = None
     max_si_snr_regression_db: NonNegative = 0.0
     # Slices reported (not gated): raw or transformed feature names.
-    slice_features: List[str] = dataclasses.field(default_factory=lambda: [features.NOISE_KIND, features.SNR_BUCKET])
+    slice_features: List[str] = dataclasses.field(default_factory=lambda: [features.NOISE_KIND, features.SNR_BUCKET, features.CHANNEL])
 
 
 @dataclasses.dataclass

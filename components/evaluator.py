@@ -6,6 +6,10 @@ not fall below the latest blessed model's by more than `max_accuracy_regression`
 (not for the `denoise` objective, which leaves the classifier untrained);
 with `min_si_snr_improvement_db` set, the same holds for the SI-SNR improvement
 (floor, and at most `max_si_snr_regression_db` below the baseline's).
+
+The held-out evaluation (`evaluator.heldout_base`, HELDOUT_SPLIT) computes the same
+metrics ungated, so its slices may include the clean examples (`snr_bucket`
+no_reference) and cross the channel with the SNR bucket.
 """
 from typing import List
 
@@ -14,6 +18,8 @@ import tensorflow_model_analysis as tfma
 from components import features, tfma_recording, tfma_snr
 from components.transform import snr_bucket_names
 from components.config import EvaluatorConfig, FeatureConfig, TrainerConfig
+
+HELDOUT_SPLIT = "heldout"  # the one split of the held-out ExampleGen
 
 
 def _overall_gate(floor: float, max_regression: float) -> List[tfma.PerSliceMetricThreshold]:
@@ -47,9 +53,20 @@ def _slicing_specs(cfg: EvaluatorConfig, feature_cfg: FeatureConfig, snr_metrics
     return specs
 
 
-def make_eval_config(cfg: EvaluatorConfig, trainer: TrainerConfig, feature_cfg: FeatureConfig) -> tfma.EvalConfig:
+def _heldout_slicing_specs(cfg: EvaluatorConfig) -> List[tfma.SlicingSpec]:
+    """Overall, each slice feature alone (the SNR bucket with its no_reference: the clean
+    examples), and the channel crossed with the SNR bucket."""
+    specs = [tfma.SlicingSpec()] + [tfma.SlicingSpec(feature_keys=[key]) for key in cfg.slice_features]
+    if features.CHANNEL in cfg.slice_features and features.SNR_BUCKET in cfg.slice_features:
+        specs.append(tfma.SlicingSpec(feature_keys=[features.CHANNEL, features.SNR_BUCKET]))
+    return specs
+
+
+def make_eval_config(cfg: EvaluatorConfig, trainer: TrainerConfig, feature_cfg: FeatureConfig,
+                     heldout: bool = False) -> tfma.EvalConfig:
+    """The Evaluator's TFMA config; `heldout`: the held-out evaluation's (no gates, no baseline)."""
     # The denoise objective leaves the classifier untrained: its accuracy is reported, not gated.
-    accuracy_gate = ([] if trainer.objective == "denoise" else
+    accuracy_gate = ([] if trainer.objective == "denoise" or heldout else
                      _overall_gate(cfg.min_accuracy, cfg.max_accuracy_regression))
     metrics = [
         tfma.MetricConfig(class_name="SparseCategoricalAccuracy", per_slice_thresholds=accuracy_gate),
@@ -60,7 +77,7 @@ def make_eval_config(cfg: EvaluatorConfig, trainer: TrainerConfig, feature_cfg: 
         tfma.MetricConfig(class_name="MultiClassConfusionMatrixPlot"),
     ]
     if trainer.denoiser.enabled:
-        si_snr_gate = ([] if cfg.min_si_snr_improvement_db is None else
+        si_snr_gate = ([] if cfg.min_si_snr_improvement_db is None or heldout else
                        _overall_gate(cfg.min_si_snr_improvement_db, cfg.max_si_snr_regression_db))
         metrics += [
             tfma.MetricConfig(class_name=tfma_snr.SiSnrImprovement.__name__, module=tfma_snr.__name__,
@@ -73,4 +90,5 @@ def make_eval_config(cfg: EvaluatorConfig, trainer: TrainerConfig, feature_cfg: 
             prediction_key=features.OUT_PROBABILITIES,
             preprocessing_function_names=["transform_features"])],
         metrics_specs=[tfma.MetricsSpec(metrics=metrics)],
-        slicing_specs=_slicing_specs(cfg, feature_cfg, trainer.denoiser.enabled))
+        slicing_specs=(_heldout_slicing_specs(cfg) if heldout else
+                       _slicing_specs(cfg, feature_cfg, trainer.denoiser.enabled)))

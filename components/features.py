@@ -18,6 +18,7 @@ OFFSET_S = "offset_s"  # where the window starts in the recording
 SEGMENT_INDEX = "segment_index"  # the window's position among the recording's examples
 NOISE_KIND = "noise_kind"
 SNR_DB = "snr_db"
+CHANNEL = "channel"  # how the audio reached the recorder, e.g. "phone" (metadata.csv); a slicing key
 # Audio statistics of the window as the file holds it (components/audio_stats.py).
 CLIPPING_RATIO = "clipping_ratio"  # fraction of samples at full scale
 RMS_DBFS = "rms_dbfs"  # level, dB relative to full scale
@@ -28,7 +29,7 @@ SOURCE_CHANNELS = "source_channels"  # the file's channels, before the mono mix
 AUDIO_STATS = (CLIPPING_RATIO, RMS_DBFS, DC_OFFSET, SILENCE_FRACTION, SOURCE_SAMPLE_RATE, SOURCE_CHANNELS)
 
 # Optional raw features: absent from some examples.
-OPTIONAL_KEYS = (CLEAN_AUDIO, NOISE_KIND, SNR_DB)
+OPTIONAL_KEYS = (CLEAN_AUDIO, NOISE_KIND, SNR_DB, CHANNEL)
 
 # Transformed features written by the Transform.
 LOG_MEL = "log_mel"  # [frames, mel bins], normalized per bin (logmel_cnn input)

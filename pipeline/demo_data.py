@@ -63,7 +63,11 @@ def speak(text: str, voice: str, wpm: int, pitch: int) -> np.ndarray:
         subprocess.run(["espeak-ng", "-v", voice, "-s", str(wpm), "-p", str(pitch), "-w", tmp.name, text],
                        check=True, capture_output=True)
         with open(tmp.name, "rb") as f:
-            audio = audio_io.decode_to_mono_16k(f.read())
+            return trim_and_level(audio_io.decode_to_mono_16k(f.read()))
+
+
+def trim_and_level(audio: np.ndarray) -> np.ndarray:
+    """Synthesized speech with its leading and trailing silence cut (50 ms kept), at SPEECH_RMS."""
     loud = np.flatnonzero(np.abs(audio) > 0.02 * np.abs(audio).max())
     margin = int(0.05 * SR)
     audio = audio[max(loud[0] - margin, 0): loud[-1] + margin]

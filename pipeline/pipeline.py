@@ -1,7 +1,9 @@
 """`create_pipeline(...)`: the tfx-audio TFX pipeline, for every orchestrator.
 
 WavExampleGen -> StatisticsGen -> ImportSchemaGen -> ConfiguredSchema -> ExampleValidator
--> AnomaliesGate -> Transform -> Trainer -> (latest blessed model Resolver) -> Evaluator -> Pusher.
+-> AnomaliesGate -> Transform -> Trainer -> (latest blessed model Resolver) -> Evaluator -> Pusher;
+with `evaluator.heldout_base`, also HeldoutExampleGen -> HeldoutEvaluator (the trained model on
+conditions the training never sees; reported, not gated).
 """
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from ml_metadata.proto import metadata_store_pb2
 from tfx import v1 as tfx
 
 from components import features, schema
-from components.evaluator import make_eval_config
+from components.evaluator import HELDOUT_SPLIT, make_eval_config
 from components.wav_example_gen import WavExampleGen
 from components.config import PipelineConfig
 
@@ -54,18 +56,23 @@ def statistics_options() -> tfdv.StatsOptions:
     return tfdv.StatsOptions(use_sketch_based_topk_uniques=True)
 
 
+def _example_gen(config: PipelineConfig, input_base: str, file_pattern: str, splits: dict,
+                 **ingest) -> WavExampleGen:
+    return WavExampleGen(
+        input_base=_absolute(input_base),
+        file_pattern=file_pattern,
+        output_config=tfx.proto.Output(split_config=tfx.proto.SplitConfig(
+            splits=[tfx.proto.SplitConfig.Split(name=name, hash_buckets=buckets) for name, buckets in splits.items()],
+            partition_feature_name=features.GROUP)),
+        **dict(config.ingest_options(), **ingest))
+
+
 def validated_data(config: PipelineConfig) -> DataNodes:
     """WavExampleGen -> StatisticsGen, ImportSchemaGen -> ConfiguredSchema -> ExampleValidator
     -> AnomaliesGate: what Transform may run on."""
     data = config.data
-    example_gen = WavExampleGen(
-        input_base=_absolute(data.input_base),
-        file_pattern=data.file_pattern,
-        output_config=tfx.proto.Output(split_config=tfx.proto.SplitConfig(
-            splits=[tfx.proto.SplitConfig.Split(name=name, hash_buckets=buckets)
-                    for name, buckets in data.split_buckets.items()],
-            partition_feature_name=features.GROUP)),
-        **dict(config.ingest_options(), noise_base=_absolute(data.noise_base) if data.noise_base else ""))
+    example_gen = _example_gen(config, data.input_base, data.file_pattern, data.split_buckets,
+                               noise_base=_absolute(data.noise_base) if data.noise_base else "")
     statistics_gen = tfx.components.StatisticsGen(examples=example_gen.outputs["examples"],
                                                   stats_options=statistics_options())
     schema_gen = tfx.components.ImportSchemaGen(schema_file=os.path.join(REPO_ROOT, config.schema_file))
@@ -120,6 +127,18 @@ def create_pipeline(config: PipelineConfig, pipeline_root: Optional[str] = None,
         example_splits=[config.evaluator.eval_split],
         eval_config=make_eval_config(config.evaluator, config.trainer, config.features))
 
+    heldout = []
+    if config.evaluator.heldout_base:  # the generalization protocol: read, evaluated, never trained on
+        heldout_gen = _example_gen(config, config.evaluator.heldout_base, config.evaluator.heldout_file_pattern,
+                                   {HELDOUT_SPLIT: 1}, noise_base="", noisy_copies=0).with_id("HeldoutExampleGen")
+        heldout_evaluator = tfx.components.Evaluator(
+            examples=heldout_gen.outputs["examples"],
+            model=trainer.outputs["model"],
+            example_splits=[HELDOUT_SPLIT],
+            eval_config=make_eval_config(config.evaluator, config.trainer, config.features, heldout=True),
+        ).with_id("HeldoutEvaluator")
+        heldout = [heldout_gen, heldout_evaluator]
+
     pusher = tfx.components.Pusher(
         model=trainer.outputs["model"],
         model_blessing=evaluator.outputs["blessing"],
@@ -130,7 +149,7 @@ def create_pipeline(config: PipelineConfig, pipeline_root: Optional[str] = None,
     return tfx.dsl.Pipeline(
         pipeline_name=config.name,
         pipeline_root=pipeline_root or config.pipeline_root,
-        components=nodes.components() + [transform, trainer, model_resolver, evaluator, pusher],
+        components=nodes.components() + [transform, trainer, model_resolver, evaluator, *heldout, pusher],
         enable_cache=config.enable_cache,
         metadata_connection_config=metadata_connection_config,
         beam_pipeline_args=beam_pipeline_args if beam_pipeline_args is not None else config.beam_args)

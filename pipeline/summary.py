@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from typing import Dict, List, Optional, Union
+from typing import Dict, List, Optional, Tuple, Union
 
 import tensorflow as tf
 import tensorflow_data_validation as tfdv
@@ -23,6 +23,19 @@ Event = metadata_store_pb2.Event
 _SLICE_COLUMNS = ("example_count", "sparse_categorical_accuracy", tfma_recording.RECORDING_ACCURACY,
                   tfma_snr.SNR_IMPROVEMENT,
                   tfma_snr.SI_SNR_IMPROVEMENT, tfma_snr.SCORED, tfma_snr.UNDEFINED)
+
+
+_SIDE_BY_SIDE = ("example_count", "sparse_categorical_accuracy", tfma_snr.SI_SNR_IMPROVEMENT,
+                 tfma_snr.SNR_IMPROVEMENT)
+
+
+def _slice_table(title: str, slices: Dict[str, Dict[str, float]]) -> List[str]:
+    shown = [m for m in _SLICE_COLUMNS if any(m in v for v in slices.values())]
+    if not shown:
+        return []
+    return [f"  {title}: " + " | ".join(shown)] + [
+        f"    {name}: " + " | ".join(f"{values[m]:.4g}" if m in values else "-" for m in shown)
+        for name, values in sorted(slices.items())]
 
 
 _SECONDS = ("seconds_in", "seconds_in_examples", "seconds_dropped", "seconds_rejected")
@@ -51,6 +64,9 @@ class RunSummary:
     # node -> its execution in this run (exec properties: the Evaluator's eval_config)
     executions: Dict[str, metadata_store_pb2.Execution] = dataclasses.field(default_factory=dict)
     report: Optional[str] = None  # the HTML run report's path, once written (pipeline/report)
+    # The HeldoutEvaluator's (evaluator.heldout_base), like metrics and slice_metrics; empty without it.
+    heldout_metrics: Dict[str, float] = dataclasses.field(default_factory=dict)
+    heldout_slice_metrics: Dict[str, Dict[str, float]] = dataclasses.field(default_factory=dict)
 
     def text(self) -> str:
         lines = [f"tfx-audio run {self.run_id}"]
@@ -70,12 +86,12 @@ class RunSummary:
         lines.append("  examples per split: " + ", ".join(f"{k}={v}" for k, v in self.split_counts.items()))
         if self.metrics:
             lines.append("  test metrics: " + ", ".join(f"{k}={v:.4f}" for k, v in sorted(self.metrics.items())))
-        shown = [m for m in _SLICE_COLUMNS if any(m in v for v in self.slice_metrics.values())]
-        if shown:
-            lines.append("  by slice: " + " | ".join(shown))
-            for name, values in sorted(self.slice_metrics.items()):
-                lines.append(f"    {name}: " + " | ".join(
-                    f"{values[m]:.4g}" if m in values else "-" for m in shown))
+        lines += _slice_table("by slice", self.slice_metrics)
+        if self.heldout_metrics:
+            lines.append("  in-domain (test) vs held-out: " + ", ".join(
+                f"{m} {self.metrics.get(m, float('nan')):.4g} vs {self.heldout_metrics[m]:.4g}"
+                for m in _SIDE_BY_SIDE if m in self.heldout_metrics))
+            lines += _slice_table("held-out by slice", self.heldout_slice_metrics)
         for check in self.failed_checks:
             lines.append(f"  failed check: {check}")
         if "Evaluator" in self.node_states:
@@ -124,6 +140,19 @@ def example_counts(statistics_uri: str, splits) -> Dict[str, int]:
     return counts
 
 
+def evaluation_metrics(uri: str) -> Tuple[Dict[str, float], Dict[str, Dict[str, float]]]:
+    """(overall metrics, {"feature=value[,feature=value]": metrics}) of a TFMA evaluation."""
+    overall: Dict[str, float] = {}
+    slices: Dict[str, Dict[str, float]] = {}
+    for slice_key, by_output in tfma.load_eval_result(uri).slicing_metrics:
+        values = {name: value["doubleValue"] for name, value in by_output[""][""].items() if "doubleValue" in value}
+        if slice_key == ():
+            overall = values
+        else:
+            slices[",".join(f"{k}={v}" for k, v in slice_key)] = values
+    return overall, slices
+
+
 def latest_run(where: Metadata, pipeline_name: str) -> RunSummary:
     store = open_store(where)
     runs = [c for c in store.get_contexts_by_type("pipeline_run") if c.name]
@@ -157,23 +186,19 @@ def latest_run(where: Metadata, pipeline_name: str) -> RunSummary:
     examples = artifacts.get("WavExampleGen", {}).get("examples", [])
     stats = artifacts.get("StatisticsGen", {}).get("statistics", [])
     split_counts = example_counts(stats[0].uri, ("train", "eval", "test")) if stats else {}
+    for held in artifacts.get("HeldoutExampleGen", {}).get("examples", []):  # no StatisticsGen there
+        split_counts.update({name: int(size["examples"])
+                             for name, size in json.loads(prop(held, "split_sizes") or "{}").items()})
     anomalies: Dict[str, List[str]] = {}
     for validated in artifacts.get("ExampleValidator", {}).get("anomalies", []):
         names = json.loads(prop(validated, "split_names") or "[]")
         anomalies.update(schema.read_anomalies(validated.uri, names))
-    metrics: Dict[str, float] = {}
-    slice_metrics: Dict[str, Dict[str, float]] = {}
     failed_checks: List[str] = []
     evaluation = artifacts.get("Evaluator", {}).get("evaluation", [])
+    metrics, slice_metrics = evaluation_metrics(evaluation[0].uri) if evaluation else ({}, {})
+    heldout = artifacts.get("HeldoutEvaluator", {}).get("evaluation", [])
+    heldout_metrics, heldout_slices = evaluation_metrics(heldout[0].uri) if heldout else ({}, {})
     if evaluation:
-        result = tfma.load_eval_result(evaluation[0].uri)
-        for slice_key, by_output in result.slicing_metrics:
-            values = {name: value["doubleValue"] for name, value in by_output[""][""].items()
-                      if "doubleValue" in value}
-            if slice_key == ():
-                metrics = values
-            else:
-                slice_metrics[",".join(f"{k}={v}" for k, v in slice_key)] = values
         validation = tfma.load_validation_result(evaluation[0].uri)
         for per_slice in validation.metric_validations_per_slice:
             for failure in per_slice.failures:
@@ -190,6 +215,7 @@ def latest_run(where: Metadata, pipeline_name: str) -> RunSummary:
         dropped_by_reason=json.loads(prop(examples[0], "seconds_dropped_by_reason") or "{}") if examples else {},
         rejected_unknown=int(prop(examples[0], "rejected_of_unknown_length") or 0) if examples else 0,
         anomalies=anomalies, metrics=metrics, slice_metrics=slice_metrics, failed_checks=failed_checks,
+        heldout_metrics=heldout_metrics, heldout_slice_metrics=heldout_slices,
         blessed=bool(blessing and prop(blessing[0], "blessed")),
         pushed=pushed,
         pushed_destination=str(prop(pushed_model[0], "pushed_destination")) if pushed else None,

@@ -16,6 +16,7 @@ if [ "$demo" = calls ]; then
   .venv/bin/python -m pipeline.demo_calls --out data/calls --noise-out data/calls_noise
   exec .venv/bin/tfx-audio run --config pipeline/configs/calls.yaml "$@"
 fi
-rm -rf data/demo data/demo_noise
+rm -rf data/demo data/demo_noise data/demo_heldout
 .venv/bin/python -m pipeline.demo_data --out data/demo --noise-out data/demo_noise
+.venv/bin/python -m pipeline.heldout_data --out data/demo_heldout  # voices, noises, channel never trained on
 exec .venv/bin/tfx-audio run --config pipeline/configs/demo.yaml "$@"

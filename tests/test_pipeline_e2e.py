@@ -20,8 +20,9 @@ import tensorflow as tf
 import tensorflow_transform as tft
 
 from components import audio_io, features, resume, tfma_snr, train_data
+from components.evaluator import HELDOUT_SPLIT
 from components.snr_metrics import improvement_db, si_snr_db
-from pipeline import demo_data, local_runner
+from pipeline import demo_data, heldout_data, local_runner
 from pipeline.outcome import ExitCode
 from components.config import load_config
 from components.model import build_model
@@ -31,6 +32,7 @@ from tests.test_wav_example_gen import _read_examples, _value, assert_seconds_ad
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NODES = {"WavExampleGen", "StatisticsGen", "ImportSchemaGen", "ConfiguredSchema", "ExampleValidator",
          "AnomaliesGate", "Transform", "Trainer", "latest_blessed_model_resolver", "Evaluator", "Pusher"}
+HELDOUT_NODES = {"HeldoutExampleGen", "HeldoutEvaluator"}
 WORDS = 4
 # Floors near what this test's data gives (measured 2026-11-30: accuracy 0.94 on 64 test
 # windows, SI-SNR improvement 1.62 and 1.67 dB in two runs): a model at two thirds of
@@ -76,6 +78,27 @@ def assert_serving_matches_training(run, config, loaded, raw_test_examples):
                                atol=1e-4)
 
 
+def assert_heldout_evaluated(run):
+    """The held-out corpus went through its own ExampleGen to its own Evaluator, which
+    scored the Trainer's model (the one pushed) on it: clean clips on both channels, every
+    noisy one with its reference, reported beside the test split and not gated."""
+    assert run.split_counts[HELDOUT_SPLIT] == 40 and "train" in run.split_counts
+    assert run.inputs["HeldoutEvaluator"]["model"][0].uri == run.artifacts["Trainer"]["model"][0].uri
+    assert "baseline_model" not in run.inputs["HeldoutEvaluator"]
+    held, slices = run.heldout_metrics, run.heldout_slice_metrics
+    assert held["example_count"] == 40 and 0 <= held["sparse_categorical_accuracy"] <= 1
+    assert held[tfma_snr.SCORED] == 24 and held[tfma_snr.NO_REFERENCE] == 16  # 3 noisy, 2 clean per utterance
+    assert np.isfinite(held[tfma_snr.SI_SNR_IMPROVEMENT])
+    assert slices[f"{features.SNR_BUCKET}={features.NO_REFERENCE}"]["example_count"] == 16
+    assert {name for name in slices if name.startswith(f"{features.NOISE_KIND}=")} == {
+        f"{features.NOISE_KIND}={kind}" for kind in heldout_data.HELDOUT_NOISE_KINDS}
+    for ch in heldout_data.CHANNELS:
+        assert slices[f"{features.CHANNEL}={ch}"]["example_count"] == 20
+        assert slices[f"{features.CHANNEL}={ch},{features.SNR_BUCKET}={features.NO_REFERENCE}"]["example_count"] == 8
+    assert f"sparse_categorical_accuracy {run.metrics['sparse_categorical_accuracy']:.4g} vs " \
+           f"{held['sparse_categorical_accuracy']:.4g}" in run.text()
+
+
 def _kill_in_training(overrides, config) -> int:
     """`tfx-audio run` in a process of its own, killed (SIGKILL) once the Trainer saved a
     checkpoint; returns that checkpoint's step."""
@@ -96,7 +119,10 @@ def _kill_in_training(overrides, config) -> int:
 
 @pytest.mark.e2e
 def test_pipeline_resumes_after_a_crash_trains_blesses_pushes_and_refuses_a_broken_model(small_demo, tmp_path):
+    heldout = tmp_path / "heldout"  # 2 held-out voices x 4 words x (2 clean + 3 noisy)
+    heldout_data.generate(str(heldout), words=demo_data.WORDS[:WORDS], voice_count=2)
     overrides = [f"data.input_base={small_demo}", f"output_dir={tmp_path / 'out'}", "name=e2e",
+                 f"evaluator.heldout_base={heldout}",
                  "data.split_buckets={train: 6, eval: 2, test: 2}", "trainer.epochs=30",
                  "trainer.checkpoint_every_steps=20",
                  f"evaluator.min_accuracy={MIN_ACCURACY}", f"evaluator.min_si_snr_improvement_db={MIN_SI_SNRI}",
@@ -108,11 +134,12 @@ def test_pipeline_resumes_after_a_crash_trains_blesses_pushes_and_refuses_a_brok
     killed_at = _kill_in_training(overrides, config)
     first = _run(config)  # exit code 0: blessed and pushed
 
-    assert set(first.node_states) == NODES
+    assert set(first.node_states) == NODES | HELDOUT_NODES
     cached = {node for node, state in first.node_states.items() if state == "CACHED"}
     assert cached == {"WavExampleGen", "StatisticsGen", "ImportSchemaGen", "ConfiguredSchema", "ExampleValidator",
-                      "AnomaliesGate", "Transform"}, first.node_states
-    assert all(first.node_states[node] == "COMPLETE" for node in ("Trainer", "Evaluator", "Pusher"))
+                      "AnomaliesGate", "Transform", "HeldoutExampleGen"}, first.node_states
+    assert all(first.node_states[node] == "COMPLETE" for node in ("Trainer", "Evaluator", "HeldoutEvaluator",
+                                                                    "Pusher"))
     with open(os.path.join(first.artifacts["Trainer"]["model_run"][0].uri, resume.RESUMED_FILE)) as f:
         resumed = json.load(f)
     assert 0 < killed_at == resumed["step"], resumed
@@ -136,6 +163,7 @@ def test_pipeline_resumes_after_a_crash_trains_blesses_pushes_and_refuses_a_brok
     assert {"0-5", "5-10", "10-20"} <= buckets and features.NO_REFERENCE not in buckets, first.slice_metrics.keys()
     assert tfma_snr.SI_SNR_IMPROVEMENT in first.slice_metrics[f"{features.SNR_BUCKET}=0-5"]
     assert first.blessed and first.pushed and not first.failed_checks
+    assert_heldout_evaluated(first)
     assert tf.io.gfile.exists(os.path.join(first.pushed_destination, "saved_model.pb"))
 
     # Every second accounted: the keywords are shorter than the window, so all of them.
@@ -189,7 +217,8 @@ def test_pipeline_resumes_after_a_crash_trains_blesses_pushes_and_refuses_a_brok
     # Second run: a deliberately broken model (learning rate 0: the weights stay random).
     # The resolver hands the first run's blessed model to the Evaluator as its baseline;
     # the broken one fails the floors and the comparison, and is not pushed.
-    broken = dataclasses.replace(config, trainer=dataclasses.replace(config.trainer, learning_rate=0.0, epochs=1))
+    broken = dataclasses.replace(config, trainer=dataclasses.replace(config.trainer, learning_rate=0.0, epochs=1),
+                                 evaluator=dataclasses.replace(config.evaluator, heldout_base=""))
     second = _run(broken, ExitCode.NOT_BLESSED)
     assert all(state == "COMPLETE" for state in second.node_states.values()), second.node_states
     first_model = first.artifacts["Trainer"]["model"][0].uri
@@ -241,6 +270,12 @@ def _assert_report(run, screenshot):
     kinds = {row["slice"] for row in _report_rows(run, f"by_{features.NOISE_KIND}")}
     assert kinds == {name.split(f"{features.NOISE_KIND}=")[1] for name in run.slice_metrics
                      if f"{features.NOISE_KIND}=" in name}
+    if run.heldout_metrics:  # the generalization protocol's figures, beside the test split's
+        assert {"in_domain_vs_heldout", "heldout_accuracy", f"heldout_by_{features.CHANNEL}"} <= set(items), items
+        side = {row["metric"]: row for row in _report_rows(run, "in_domain_vs_heldout")}
+        for metric in ("sparse_categorical_accuracy", tfma_snr.SI_SNR_IMPROVEMENT):
+            assert float(side[metric]["heldout"]) == pytest.approx(run.heldout_metrics[metric], abs=1e-4)
+            assert float(side[metric]["in_domain"]) == pytest.approx(run.metrics[metric], abs=1e-4)
     signals = {row["signal"] for row in _report_rows(run, "clip_0")}
     assert signals == {"noisy", "enhanced", "clean"}, signals
 

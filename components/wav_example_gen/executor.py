@@ -1,7 +1,7 @@
 """WAV ExampleGen executor: reads recordings with Beam and writes one tf.Example per window.
 
 Input: `input_base/<label>/*.wav` (the split pattern), an optional audiofolder-style
-`metadata.csv` (`file_name,label[,group,clean_file_name,noise_kind,snr_db]`) and
+`metadata.csv` (`file_name,label[,group,clean_file_name,noise_kind,snr_db,channel]`) and
 an optional `segments.csv` (`file_name,start_s,end_s,label`) of labelled spans.
 With `layout=paired` (VoiceBank-DEMAND style), files under `noisy/` take `clean/` +
 the same relative path as their clean reference.
@@ -54,7 +54,7 @@ SPLIT_SIZE_FILE = "split-{}.json"  # {"examples": N, "bytes": serialized bytes} 
 REJECTS_TAG, SECONDS_TAG = "rejects", "seconds"
 _PROGRESS_EVERY_S = 10.0
 NOISY_DIR, CLEAN_DIR = "noisy/", "clean/"  # the paired layout's folders
-_METADATA_COLUMNS = ("file_name", "label", "group", "clean_file_name", "noise_kind", "snr_db")
+_METADATA_COLUMNS = ("file_name", "label", "group", "clean_file_name", "noise_kind", "snr_db", "channel")
 _SEGMENT_COLUMNS = ("file_name", "start_s", "end_s", "label")
 _VAD_FRAME = 480  # 30 ms at 16 kHz, a frame size webrtcvad takes
 _CLEAN_SLACK_S = 0.05  # a clean reference may be this much shorter or longer (codec padding); zeros past its end
@@ -369,6 +369,8 @@ class _ToExamples(beam.DoFn):
             feats[features.CLEAN_AUDIO] = _feature(audio_io.encode_pcm16_wav(clean))
         if meta.get("noise_kind"):
             feats[features.NOISE_KIND] = _feature(meta["noise_kind"].encode())
+        if meta.get("channel"):
+            feats[features.CHANNEL] = _feature(meta["channel"].encode())
         snr = _input_snr(meta.get("snr_db", ""), whole, clean, noisy)
         if snr is not None:
             feats[features.SNR_DB] = _feature(snr)

@@ -1,7 +1,8 @@
 """The report's evaluation section, from the Evaluator's TFMA output: the overall
 metrics of the candidate and the baseline, each blessing check with its value and
 bound, accuracy per class with the confusion matrix, and the metrics per slice
-(noise kind, input-SNR bucket)."""
+(noise kind, input-SNR bucket, channel); with the held-out evaluation, its figures beside
+the test split's and its own slices."""
 from __future__ import annotations
 
 import re
@@ -117,10 +118,16 @@ def _columns(name: str) -> Dict[str, str]:
     return dict(part.split("=", 1) for part in re.split(r",(?=[A-Za-z_]\w*=)", name))
 
 
-def _slices(run: summary.RunSummary) -> List[Item]:
-    rows = [{"slice": name, **{column: round(values[column], 4) for column in _SLICE_COLUMNS if column in values}}
-            for name, values in sorted(run.slice_metrics.items())]
-    items = [Item("metrics_by_slice", "Metrics per slice (test split)", rows)] if rows else []
+def _slice_rows(slices: Dict[str, Dict[str, float]]) -> List[dict]:
+    return [{"slice": name, **{column: round(values[column], 4) for column in _SLICE_COLUMNS if column in values}}
+            for name, values in sorted(slices.items())]
+
+
+def _slices(slices: Dict[str, Dict[str, float]], prefix: str = "", where: str = "test split") -> List[Item]:
+    """The slice table, and a bar chart per single-feature slicing (SNR improvements where
+    the slices have them, else accuracy); item names start with `prefix`."""
+    rows = _slice_rows(slices)
+    items = [Item(f"{prefix}metrics_by_slice", f"Metrics per slice ({where})", rows)] if rows else []
     by_feature: Dict[str, List[dict]] = {}
     for row in rows:  # "has_clean=1,noise_kind=hum": has_clean only narrows the slice to scored examples
         columns = _columns(row["slice"])
@@ -132,8 +139,27 @@ def _slices(run: summary.RunSummary) -> List[Item]:
         mine.sort(key=lambda row: _order(row["slice"]))
         snr = [m for m in (tfma_snr.SI_SNR_IMPROVEMENT, tfma_snr.SNR_IMPROVEMENT) if any(m in row for row in mine)]
         series, unit = (snr, "dB") if snr else ([ACCURACY], "accuracy")
-        items.append(Item(f"by_{feature}", f"By {feature} (test split)", mine, plots.bars(mine, "slice", series, unit)))
+        items.append(Item(f"{prefix}by_{feature}", f"By {feature} ({where})", mine,
+                          plots.bars(mine, "slice", series, unit)))
     return items
+
+
+def _heldout(run: summary.RunSummary) -> List[Item]:
+    """The generalization protocol's figures: in-domain (test split) and held-out side by
+    side, held-out accuracy per condition, then the held-out slices."""
+    held = run.heldout_metrics
+    rows = [{"metric": m, "in_domain": round(run.metrics[m], 4) if m in run.metrics else None,
+             "heldout": round(held[m], 4)} for m in _SLICE_COLUMNS if m in held]
+    items = [Item("in_domain_vs_heldout", "In-domain (test split) and held-out conditions side by side", rows,
+                  caption="held-out: voices, noise kinds and a channel the training never saw "
+                          "(evaluator.heldout_base); reported, not gated")]
+    single = [row for row in _slice_rows(run.heldout_slice_metrics) if "," not in row["slice"] and ACCURACY in row]
+    single.sort(key=lambda row: (row["slice"].split("=")[0], _order(row["slice"].split("=", 1)[1])))
+    if single:
+        items.append(Item("heldout_accuracy", "Accuracy per held-out condition", single,
+                          plots.bars(single, "slice", [ACCURACY], "accuracy"),
+                          caption=f"snr_bucket={features.NO_REFERENCE}: the clean clips"))
+    return items + _slices(run.heldout_slice_metrics, "heldout_", "held-out")
 
 
 def section(run: summary.RunSummary) -> Section:
@@ -149,10 +175,13 @@ def section(run: summary.RunSummary) -> Section:
         # With a baseline TFX names the models candidate and baseline; TFMA then gives plots by name only.
         compared = bool(run.inputs.get("Evaluator", {}).get("baseline_model"))
         out.items += _confusion(tfma.load_eval_result(uri, model_name="candidate" if compared else None), labels)
-    out.items += _slices(run)
+    out.items += _slices(run.slice_metrics)
+    if run.heldout_metrics:
+        out.items += _heldout(run)
+    else:
+        out.notes.append("No held-out conditions in this run (evaluator.heldout_base): every figure here is "
+                         "in-domain.")
     if tfma_recording.RECORDING_ACCURACY in run.metrics:
         out.notes.append(f"Per-recording accuracy (window probabilities averaged per source): "
                          f"{run.metrics[tfma_recording.RECORDING_ACCURACY]:.4f}.")
-    out.notes.append("Held-out conditions (voices, noise kinds and a channel the training never saw) are not "
-                     "part of the evaluation yet; every figure here is in-domain.")
     return out
