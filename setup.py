@@ -22,6 +22,8 @@ setup(
         "dill",
         "soundfile>=0.12",
         "soxr>=0.3",
+        "scipy>=1.10",
+        "pyroomacoustics>=0.7",  # simulated room impulse responses (trainer.augment)
         "pyyaml>=6",
         "webrtcvad-wheels>=2.0.11",
         "pydantic>=2,<3",

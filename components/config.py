@@ -177,6 +177,20 @@ class Wav2Vec2Config:
 
 
 @dataclasses.dataclass
+class AugmentConfig:
+    """Rooms and phone calls on the training stream of waveform models (components/augment.py);
+    probabilities per example, 0 turns each off (the default)."""
+    reverb_probability: Fraction = 0.0  # convolved with a simulated room's impulse response
+    rir_count: PositiveInt = 32  # rooms simulated (pyroomacoustics) when the Trainer starts
+    rt60_range_s: Annotated[List[Positive], Field(min_length=2, max_length=2)] = dataclasses.field(
+        default_factory=lambda: [0.15, 0.6])
+    phone_probability: Fraction = 0.0  # carried by a telephone call: voice band, mu-law, lost packets
+    phone_level_dbfs: Annotated[List[Float], Field(min_length=2, max_length=2)] = dataclasses.field(
+        default_factory=lambda: [-36.0, -12.0])  # the call's speech level: the coding noise it meets
+    max_dropout: Fraction = 0.03  # rate of lost 20-ms packets, drawn up to this per call
+
+
+@dataclasses.dataclass
 class DenoiserConfig:
     """The denoiser front end (components/denoiser.py): STFT, conv + BiGRU mask, inverse STFT."""
     enabled: Bool = False  # on: the classifier consumes the enhanced audio
@@ -222,6 +236,7 @@ class TrainerConfig:
     objective: Objective = "classify"
     denoise_weight: NonNegative = 1.0  # the lambda of the joint objective
     spec_augment: SpecAugmentConfig = dataclasses.field(default_factory=SpecAugmentConfig)
+    augment: AugmentConfig = dataclasses.field(default_factory=AugmentConfig)
     wav2vec2: Wav2Vec2Config = dataclasses.field(default_factory=Wav2Vec2Config)
     denoiser: DenoiserConfig = dataclasses.field(default_factory=DenoiserConfig)
 

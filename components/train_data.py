@@ -25,7 +25,7 @@ import tensorflow as tf
 import tensorflow_transform as tft
 from absl import logging
 
-from components import features
+from components import augment as augment_lib, features
 from components.config import TrainerConfig
 from components.model import input_keys
 from components.transform import spec_augment_batch
@@ -196,17 +196,32 @@ def transformer(tf_transform_output: tft.TFTransformOutput, cfg: TrainerConfig):
 
 def augmenter(cfg: TrainerConfig):
     """(epochs [B], indices [B], featurized batch) -> the batch with SpecAugment on its log-mel
-    (when on and the model reads log-mel); example i of epoch e under the masks of seed
-    (seed, e, i)."""
+    (when on and the model reads log-mel) and rooms and calls on its waveforms (`trainer.augment`,
+    when the model reads the waveform: components/augment.py); example i of epoch e under the
+    draws of seed (seed, e, i)."""
     seed = tf.constant(cfg.seed, tf.int64)
-    on = cfg.spec_augment.enabled and features.LOG_MEL in input_keys(cfg)
+    keys = input_keys(cfg)
+    masks = cfg.spec_augment.enabled and features.LOG_MEL in keys
+    waves = features.WAVEFORM in keys and (cfg.augment.reverb_probability > 0 or cfg.augment.phone_probability > 0)
+    rirs = (tf.constant(augment_lib.room_impulse_responses(cfg.augment, cfg.seed))
+            if waves and cfg.augment.reverb_probability > 0 else None)
 
     def augment(epochs, indices, batch):
-        if not on:
+        if not (masks or waves):
             return batch
         seeds = tf.map_fn(lambda e_i: tf.random.experimental.stateless_fold_in(tf.stack([seed, e_i[0]]), e_i[1]),
                           (epochs, indices), fn_output_signature=tf.TensorSpec([2], tf.int64))
-        return dict(batch, **{features.LOG_MEL: spec_augment_batch(batch[features.LOG_MEL], cfg.spec_augment, seeds)})
+        out = dict(batch)
+        if masks:
+            out[features.LOG_MEL] = spec_augment_batch(batch[features.LOG_MEL], cfg.spec_augment, seeds)
+        if waves:
+            clean = batch.get(features.CLEAN_WAVEFORM, tf.zeros_like(batch[features.WAVEFORM]))
+            noisy, clean = augment_lib.augment_waveforms(
+                batch[features.WAVEFORM], clean, batch[features.NUM_SAMPLES], seeds, cfg.augment, rirs)
+            out[features.WAVEFORM] = noisy
+            if features.CLEAN_WAVEFORM in batch:
+                out[features.CLEAN_WAVEFORM] = clean
+        return out
 
     return augment
 

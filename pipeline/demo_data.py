@@ -7,8 +7,10 @@ Writes `<out>/<label>/<speaker>.wav` (clean) and `<out>/<label>/<speaker>__<kind
 PCM16, plus an audiofolder `metadata.csv`
 (`file_name,label,group,clean_file_name,noise_kind,snr_db`). Each speaker is an
 espeak-ng voice variant with its own speed and pitch, recorded as the `group`.
-Noise recordings of the four kinds (pink, hum, machinery, babble), for the
-ExampleGen's `data.noise_base` augmentation, go to `--noise-out`.
+Noise recordings of each kind (NOISE_KINDS: pink, hum, machinery, babble; with `--variety broad`,
+the default, also MORE_NOISE_KINDS: white, brown, engine, crowd, impacts, and speakers drawn from
+MORE_VARIANTS too), for the ExampleGen's `data.noise_base` augmentation, go to `--noise-out`.
+None of them is a voice family or noise kind of the held-out corpus (pipeline/heldout_data.py).
 Speech comes from espeak-ng (Debian package), resampling from soxr; the noise
 synthesis is written here because no package ships industrial noise.
 """
@@ -33,6 +35,15 @@ VOICES = ("en-us", "en-gb", "en-gb-scotland", "en-gb-x-rp", "en-029", "en-gb-x-g
           "en-gb-x-gbcwmd", "en-us-nyc")
 VARIANTS = ("m1", "m2", "m3", "m4", "m7", "f1", "f2", "f3", "f4", "f5", "klatt", "klatt3")
 NOISE_KINDS = ("pink", "hum", "machinery", "babble")
+# The broad training set (`--variety broad`, the demo's): every other espeak-ng variant that
+# speaks clearly, but none of pipeline/heldout_data.py's held-out families, and more noise kinds.
+MORE_VARIANTS = ("m5", "m6", "m8", "klatt2", "klatt4", "klatt5", "klatt6", "adam", "Alex", "Alicia", "Andrea",
+                 "antonio", "aunty", "belinda", "benjamin", "boris", "caleb", "david", "Denis", "Diogo", "ed",
+                 "edward", "Gene", "gustave", "Henrique", "Hugo", "iven", "Jacky", "john", "Lee", "linda",
+                 "marcelo", "Marco", "Mario", "max", "michel", "miguel", "Mike", "Mr", "Nguyen", "pablo", "paul",
+                 "pedro", "quincy", "rob", "robert", "Storm", "zac", "norbert", "sandro", "shelby", "travis",
+                 "victor", "grandma")
+MORE_NOISE_KINDS = ("white", "brown", "engine", "crowd", "impacts")
 BABBLE_TEXT = (
     "please hold the line while I check the order", "the shipment left the warehouse today",
     "can you repeat the account number for me", "the conveyor on line three is jammed again",
@@ -42,10 +53,10 @@ BABBLE_TEXT = (
 SPEECH_RMS = 0.05  # clean speech level, about -26 dBFS: mixtures at 0 dB SNR do not clip
 
 
-def speakers(count: int, seed: int) -> List[Tuple[str, str, int, int]]:
+def speakers(count: int, seed: int, variants: Sequence[str] = VARIANTS) -> List[Tuple[str, str, int, int]]:
     """(group, voice+variant, words per minute, pitch) for `count` distinct speakers."""
     rng = np.random.default_rng(seed)
-    combos = [(v, var) for v in VOICES for var in VARIANTS]
+    combos = [(v, var) for v in VOICES for var in variants]
     if count > len(combos):
         raise ValueError(f"at most {len(combos)} speakers, asked for {count}")
     order = rng.permutation(len(combos))[:count]
@@ -111,26 +122,61 @@ def _babble(rng: np.random.Generator, n: int, talkers: Sequence[np.ndarray]) -> 
     return out
 
 
+def _brown(rng: np.random.Generator, n: int) -> np.ndarray:
+    spectrum = np.fft.rfft(rng.standard_normal(n))
+    return np.fft.irfft(spectrum / np.maximum(np.fft.rfftfreq(n, 1 / SR), 20.0), n)  # 1/f^2 power
+
+
+def _engine(rng: np.random.Generator, n: int) -> np.ndarray:
+    """A combustion engine: firing harmonics whose rate drifts with the revs, over rumble."""
+    t = np.arange(n) / SR
+    revs = rng.uniform(15, 60) * (1 + 0.15 * np.sin(2 * np.pi * rng.uniform(0.05, 0.3) * t))
+    phase = 2 * np.pi * np.cumsum(revs) / SR
+    firing = sum(rng.uniform(0.2, 1.0) / h * np.sin(h * phase) for h in range(1, 9))
+    return firing + 0.5 * _brown(rng, n) / _brown(rng, n).std()
+
+
+def _crowd(rng: np.random.Generator, n: int, talkers: Sequence[np.ndarray]) -> np.ndarray:
+    """A canteen: many talkers at once (a diffuse murmur) with dishes clattering."""
+    out = sum(_babble(rng, n, talkers) for _ in range(4))
+    return out / out.std() + 0.5 * _impacts(rng, n) / _impacts(rng, n).std()
+
+
+def _impacts(rng: np.random.Generator, n: int) -> np.ndarray:
+    """Hammering and dropped parts: decaying metallic rings at random times."""
+    out = 0.4 * rng.standard_normal(n)  # the workshop's background keeps the crest factor callable
+    for start in np.sort(rng.integers(0, n, int(rng.uniform(1, 4) * n / SR))):
+        length = min(int(rng.uniform(0.05, 0.3) * SR), n - start)
+        t = np.arange(length) / SR
+        ring = sum(np.sin(2 * np.pi * rng.uniform(300, 5000) * t) for _ in range(3))
+        out[start:start + length] += rng.uniform(0.3, 1.0) * ring * np.exp(-t / rng.uniform(0.02, 0.1))
+    return out
+
+
 def make_noise(kind: str, seed: int, seconds: float, talkers: Sequence[np.ndarray]) -> np.ndarray:
     rng = np.random.default_rng(seed)
     n = int(seconds * SR)
     noise = {"pink": lambda: _pink(rng, n), "hum": lambda: _hum(rng, n),
-             "machinery": lambda: _machinery(rng, n), "babble": lambda: _babble(rng, n, talkers)}[kind]()
+             "machinery": lambda: _machinery(rng, n), "babble": lambda: _babble(rng, n, talkers),
+             "white": lambda: rng.standard_normal(n), "brown": lambda: _brown(rng, n),
+             "engine": lambda: _engine(rng, n), "crowd": lambda: _crowd(rng, n, talkers),
+             "impacts": lambda: _impacts(rng, n)}[kind]()
     return (noise / np.sqrt(np.mean(noise ** 2)) * SPEECH_RMS).astype(np.float32)
 
 
 def generate(out: str, noise_out: str, num_speakers: int = 64, words: Sequence[str] = WORDS,
              noisy_per_clean: int = 2, snr_range: Tuple[float, float] = (0.0, 20.0), seed: int = 0,
-             workers: int = 4) -> Dict[str, int]:
+             workers: int = 4, variants: Sequence[str] = VARIANTS,
+             noise_kinds: Sequence[str] = NOISE_KINDS) -> Dict[str, int]:
     """Writes the demo data set; the same arguments always write the same files."""
-    spk = speakers(num_speakers, seed)
+    spk = speakers(num_speakers, seed, variants)
     jobs = [(w, s) for s in spk for w in words]
     with ThreadPoolExecutor(workers) as pool:  # espeak-ng runs as a subprocess
         clips = list(pool.map(lambda j: speak(j[0], j[1][1], j[1][2], j[1][3]), jobs))
         talkers = list(pool.map(lambda i: speak(BABBLE_TEXT[i], spk[i % len(spk)][1], 160, 50),
                                 range(len(BABBLE_TEXT))))
     noises = {}
-    for k, kind in enumerate(NOISE_KINDS):
+    for k, kind in enumerate(noise_kinds):
         os.makedirs(os.path.join(noise_out, kind), exist_ok=True)
         noises[kind] = [make_noise(kind, seed * 1000 + k * 10 + i, 10.0, talkers) for i in range(3)]
         for i, noise in enumerate(noises[kind]):
@@ -146,7 +192,7 @@ def generate(out: str, noise_out: str, num_speakers: int = 64, words: Sequence[s
         # The noisy copy must be mixed against the clean signal as stored (PCM16).
         clean_q = soundfile.read(os.path.join(out, clean_name), dtype="float32")[0]
         for _ in range(noisy_per_clean):
-            kind = NOISE_KINDS[int(rng.integers(len(NOISE_KINDS)))]
+            kind = noise_kinds[int(rng.integers(len(noise_kinds)))]
             # A fresh realization of the noise process per clip: test clips never
             # share a noise waveform with training clips, only its kind.
             noise = make_noise(kind, int(rng.integers(2 ** 31)), len(clean_q) / SR + 1.0, talkers)
@@ -172,9 +218,14 @@ def main() -> None:
     parser.add_argument("--words", type=int, default=len(WORDS), help="first N of the 10 keywords")
     parser.add_argument("--noisy-per-clean", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--variety", choices=("broad", "classic"), default="broad",
+                        help="broad: MORE_VARIANTS and MORE_NOISE_KINDS too; classic: the first demo's set")
     args = parser.parse_args()
+    broad = args.variety == "broad"
     counts = generate(args.out, args.noise_out, args.speakers, WORDS[:args.words],
-                      args.noisy_per_clean, seed=args.seed)
+                      args.noisy_per_clean, seed=args.seed,
+                      variants=VARIANTS + MORE_VARIANTS if broad else VARIANTS,
+                      noise_kinds=NOISE_KINDS + MORE_NOISE_KINDS if broad else NOISE_KINDS)
     print(f"demo data: {counts['files']} files ({counts['clean']} clean, {counts['speakers']} speakers, "
           f"{counts['words']} words) in {args.out}; noise in {args.noise_out}")
 

@@ -9,13 +9,13 @@ what pipeline/demo_data.py generates for training:
   (HELDOUT_VARIANTS; training uses demo_data.VARIANTS), at random speeds and pitches;
 - noise kinds: fan, keyboard, music and alarm (HELDOUT_NOISE_KINDS; training mixes
   demo_data.NOISE_KINDS), each clip with its own realization;
-- channels: wideband 16 kHz, and a narrowband call (components/channel.telephone:
-  300-3400 Hz at 8 kHz, G.711 mu-law or A-law), which training never hears.
+- channels: wideband 16 kHz, and a mobile call (components/channel.mobile: 300-3400 Hz
+  at 8 kHz, AMR-NB at a random bit rate), a codec the training never hears.
 
 Each utterance is written clean on both channels (`snr_bucket` no_reference) and noisy
 at each of SNRS_DB, the kind and channel cycling so every kind meets every SNR and
-channel. The noisy phone clip is the call of the noisy mixture; its reference is the call
-of the clean speech (the clean phone file). `metadata.csv` has
+channel. The noisy mobile clip is the call of the noisy mixture; its reference is the call
+of the clean speech (the clean mobile file, same bit rate). `metadata.csv` has
 `file_name,label,group,clean_file_name,noise_kind,snr_db,channel`; `group` is
 `<synthesizer>:<voice>`.
 The noise synthesis is written here because no package ships these noises as recordings.
@@ -42,7 +42,7 @@ FLITE_VOICES = ("kal16", "awb", "rms", "slt")
 HELDOUT_VARIANTS = ("Andy", "Annie", "anika", "Michael", "grandpa", "steph")
 ESPEAK_VOICES = ("en-us", "en-gb")
 HELDOUT_NOISE_KINDS = ("fan", "keyboard", "music", "alarm")
-CHANNELS = ("wideband", "phone")
+CHANNELS = ("wideband", "mobile")
 SNRS_DB = (0.0, 5.0, 10.0)
 Voice = Tuple[str, str, float, int]  # (group, name, speed factor, pitch)
 
@@ -160,9 +160,14 @@ def generate(out: str, words: Sequence[str] = WORDS, seed: int = 0, workers: int
         os.makedirs(os.path.join(out, word), exist_ok=True)
         stem = f"{word}/{group.replace(':', '_').replace('+', '_')}"
         references = {}
+        mode = int(rng.integers(len(channel.AMR_NB_KBPS)))  # the utterance's calls' bit rate
+
+        def carried(audio, ch):
+            return audio if ch == "wideband" else channel.mobile(audio, mode)
+
         for ch in CHANNELS:
             name = f"{stem}__clean_{ch}.wav"
-            references[ch] = _write(out, name, clean if ch == "wideband" else channel.telephone(clean))
+            references[ch] = _write(out, name, carried(clean, ch))
             rows.append([name, word, group, "", "", "", ch])
         for kind, snr, ch in conditions(i):
             noise = make_noise(kind, int(rng.integers(2 ** 31)), len(clean) / SR + 1.0)
@@ -170,7 +175,7 @@ def generate(out: str, words: Sequence[str] = WORDS, seed: int = 0, workers: int
             if not np.array_equal(reference, references["wideband"]):
                 raise ValueError(f"{stem} clips at {snr:.1f} dB SNR; lower SPEECH_RMS")
             name = f"{stem}__{kind}_{snr:g}dB_{ch}.wav"
-            _write(out, name, noisy if ch == "wideband" else channel.telephone(noisy))
+            _write(out, name, carried(noisy, ch))
             rows.append([name, word, group, f"{stem}__clean_{ch}.wav", kind, f"{snr:.2f}", ch])
     with open(os.path.join(out, "metadata.csv"), "w", newline="") as f:
         writer = csv.writer(f)

@@ -2,8 +2,8 @@
 
 WavExampleGen -> StatisticsGen -> ImportSchemaGen -> ConfiguredSchema -> ExampleValidator
 -> AnomaliesGate -> Transform -> Trainer -> (latest blessed model Resolver) -> Evaluator -> Pusher;
-with `evaluator.heldout_base`, also HeldoutExampleGen -> HeldoutEvaluator (the trained model on
-conditions the training never sees; reported, not gated).
+with `evaluator.heldout_base`, also HeldoutExampleGen -> HeldoutEvaluator (the trained model and
+the latest blessed one on conditions the training never sees; reported, not gated).
 """
 from __future__ import annotations
 
@@ -134,6 +134,7 @@ def create_pipeline(config: PipelineConfig, pipeline_root: Optional[str] = None,
         heldout_evaluator = tfx.components.Evaluator(
             examples=heldout_gen.outputs["examples"],
             model=trainer.outputs["model"],
+            baseline_model=model_resolver.outputs["model"],  # the latest blessed model's figures beside
             example_splits=[HELDOUT_SPLIT],
             eval_config=make_eval_config(config.evaluator, config.trainer, config.features, heldout=True),
         ).with_id("HeldoutEvaluator")

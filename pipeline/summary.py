@@ -88,9 +88,11 @@ class RunSummary:
             lines.append("  test metrics: " + ", ".join(f"{k}={v:.4f}" for k, v in sorted(self.metrics.items())))
         lines += _slice_table("by slice", self.slice_metrics)
         if self.heldout_metrics:
+            held = self.heldout_metrics
             lines.append("  in-domain (test) vs held-out: " + ", ".join(
-                f"{m} {self.metrics.get(m, float('nan')):.4g} vs {self.heldout_metrics[m]:.4g}"
-                for m in _SIDE_BY_SIDE if m in self.heldout_metrics))
+                f"{m} {self.metrics.get(m, float('nan')):.4g} vs {held[m]:.4g}"
+                + (f" (latest blessed model: {held[m] - held[m + '_diff']:.4g})" if m + "_diff" in held else "")
+                for m in _SIDE_BY_SIDE if m in held))
             lines += _slice_table("held-out by slice", self.heldout_slice_metrics)
         for check in self.failed_checks:
             lines.append(f"  failed check: {check}")

@@ -1,8 +1,10 @@
 """The telephone channel: the voice band passes, the rest does not, and G.711 codes it."""
 import numpy as np
 import pytest
+import scipy.signal
 
 from components import channel, features
+from pipeline import demo_data
 
 SR = features.SAMPLE_RATE
 
@@ -40,3 +42,20 @@ def test_mu_law_and_a_law_are_different_codes():
     assert not np.array_equal(channel.g711(tone, "mulaw"), channel.g711(tone, "alaw"))
     with pytest.raises(ValueError, match="codec 'gsm'"):
         channel.g711(tone, "gsm")
+
+
+def test_a_mobile_call_is_band_limited_aligned_and_coded_at_its_bit_rate():
+    speech = demo_data.speak("please stop the conveyor on line three", "en-us", 160, 50)
+    narrow = channel.telephone(speech)  # the same band, coded almost transparently
+    likeness = []
+    for mode in (0, 7):
+        coded = channel.mobile(speech, mode)
+        assert coded.shape == speech.shape and coded.dtype == np.float32
+        spectrum = np.abs(np.fft.rfft(coded)) ** 2
+        assert spectrum[len(spectrum) // 2:].sum() / spectrum.sum() < 1e-4  # nothing above 4 kHz
+        lags = scipy.signal.correlate(coded, narrow, mode="full")
+        assert np.argmax(lags) - (len(narrow) - 1) == 0  # the codec's delay taken out
+        likeness.append(np.corrcoef(coded, narrow)[0, 1])
+    assert 0.8 < likeness[0] < likeness[1] < 0.99, likeness  # 4.75 kbit/s loses more than 12.2
+    with pytest.raises(ValueError, match="AMR-NB mode 8"):
+        channel.mobile(speech, 8)

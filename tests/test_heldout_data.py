@@ -43,14 +43,14 @@ def test_the_corpus_lists_every_file_and_its_noisy_clips_are_at_their_snr(tmp_pa
         assert rate == demo_data.SR and row["label"] == row["file_name"].split("/")[0]
         spectrum = np.abs(np.fft.rfft(audio)) ** 2
         above_4k = spectrum[len(spectrum) // 2:].sum() / spectrum.sum()
-        assert (above_4k < 1e-4) == (row["channel"] == "phone"), (row["file_name"], above_4k)
+        assert (above_4k < 1e-4) == (row["channel"] == "mobile"), (row["file_name"], above_4k)
         if not row["noise_kind"]:
             assert row["clean_file_name"] == "" and row["snr_db"] == ""
             continue
         clean_row = next(r for r in rows if r["file_name"] == row["clean_file_name"])
         assert clean_row["channel"] == row["channel"] and clean_row["noise_kind"] == ""
         clean = soundfile.read(tmp_path / "a" / row["clean_file_name"], dtype="float32")[0]
-        if row["channel"] == "wideband":  # the phone channel's coding moves its SNR a little
+        if row["channel"] == "wideband":  # the codec moves the mobile clips' SNR
             # PCM16 rounding of the stored mixture moves it by far less than 0.1 dB
             assert snr_metrics.snr_db(clean, audio) == pytest.approx(float(row["snr_db"]), abs=0.1)
     # Seeded: the same arguments write the same bytes.

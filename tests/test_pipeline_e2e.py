@@ -80,11 +80,11 @@ def assert_serving_matches_training(run, config, loaded, raw_test_examples):
 
 def assert_heldout_evaluated(run):
     """The held-out corpus went through its own ExampleGen to its own Evaluator, which
-    scored the Trainer's model (the one pushed) on it: clean clips on both channels, every
+    scored the Trainer's model (the one pushed; there is no blessed model before it) on it: clean clips on both channels, every
     noisy one with its reference, reported beside the test split and not gated."""
     assert run.split_counts[HELDOUT_SPLIT] == 40 and "train" in run.split_counts
     assert run.inputs["HeldoutEvaluator"]["model"][0].uri == run.artifacts["Trainer"]["model"][0].uri
-    assert "baseline_model" not in run.inputs["HeldoutEvaluator"]
+    assert "baseline_model" not in run.inputs["HeldoutEvaluator"]  # the first blessed model: no baseline yet
     held, slices = run.heldout_metrics, run.heldout_slice_metrics
     assert held["example_count"] == 40 and 0 <= held["sparse_categorical_accuracy"] <= 1
     assert held[tfma_snr.SCORED] == 24 and held[tfma_snr.NO_REFERENCE] == 16  # 3 noisy, 2 clean per utterance

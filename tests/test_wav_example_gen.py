@@ -115,7 +115,7 @@ def mixed_folder(tmp_path):
     write_wav(base / "no" / "too_long.wav", tone(3.0, 200))
     _write_metadata(base / "metadata.csv", [
         {"file_name": "no/b_noisy.wav", "label": "no", "group": "spk-b", "clean_file_name": "no/b.wav",
-         "noise_kind": "pink", "snr_db": "7.5"},
+         "noise_kind": "pink", "snr_db": "7.5", "channel": "phone"},
         {"file_name": "no/b.wav", "label": "no", "group": "spk-b"},
         {"file_name": "no/listed_but_missing.wav", "label": "no"},
         {"file_name": "unlabelled.wav", "label": "yes", "group": "spk-c"},
@@ -163,6 +163,7 @@ def test_examples_carry_16k_mono_pcm16_audio_and_metadata(mixed_folder, tmp_path
     assert _value(noisy, features.GROUP) == b"spk-b"
     assert _value(noisy, features.NOISE_KIND) == b"pink"
     assert _value(noisy, features.SNR_DB) == pytest.approx(7.5)
+    assert _value(noisy, features.CHANNEL) == b"phone" and _value(stereo, features.CHANNEL) is None
     clean = audio_io.decode_to_mono_16k(_value(noisy, features.CLEAN_AUDIO))
     np.testing.assert_allclose(clean, audio_io.decode_to_mono_16k(_value(by_source["no/b.wav"], features.AUDIO)))
     assert _value(by_source["unlabelled.wav"], features.LABEL) == b"yes"

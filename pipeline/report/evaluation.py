@@ -149,10 +149,13 @@ def _heldout(run: summary.RunSummary) -> List[Item]:
     side, held-out accuracy per condition, then the held-out slices."""
     held = run.heldout_metrics
     rows = [{"metric": m, "in_domain": round(run.metrics[m], 4) if m in run.metrics else None,
-             "heldout": round(held[m], 4)} for m in _SLICE_COLUMNS if m in held]
+             "heldout": round(held[m], 4),
+             "heldout_baseline": round(held[m] - held[f"{m}_diff"], 4) if f"{m}_diff" in held else None}
+            for m in _SLICE_COLUMNS if m in held]
     items = [Item("in_domain_vs_heldout", "In-domain (test split) and held-out conditions side by side", rows,
                   caption="held-out: voices, noise kinds and a channel the training never saw "
-                          "(evaluator.heldout_base); reported, not gated")]
+                          "(evaluator.heldout_base), for this model and (heldout_baseline) the latest "
+                          "blessed one; reported, not gated")]
     single = [row for row in _slice_rows(run.heldout_slice_metrics) if "," not in row["slice"] and ACCURACY in row]
     single.sort(key=lambda row: (row["slice"].split("=")[0], _order(row["slice"].split("=", 1)[1])))
     if single:

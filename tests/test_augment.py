@@ -1,0 +1,97 @@
+"""Rooms and calls on the training stream: what each does to a noisy/clean pair."""
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from components import augment, features
+from components.config import AugmentConfig
+
+SR = features.SAMPLE_RATE
+N = SR  # one-second examples
+
+
+def _pair(batch=4, valid=(N, N, 12000, 8000)):
+    rng = np.random.default_rng(0)
+    t = np.arange(N) / SR
+    clean = np.stack([np.sin(2 * np.pi * (500 + 300 * b) * t) * (1 + np.sin(2 * np.pi * 3 * t)) for b in range(batch)])
+    noise = rng.standard_normal((batch, N))
+    mask = np.arange(N)[None, :] < np.array(valid)[:, None]
+    scale = np.sqrt((((clean + noise) * mask) ** 2).sum(1, keepdims=True) / mask.sum(1, keepdims=True))
+    return ((clean + noise) * mask / scale).astype(np.float32), (clean * mask / scale).astype(np.float32), \
+        np.array(valid, np.int64)
+
+
+def _seeds(batch=4, start=0):
+    return tf.constant([[7, start + b] for b in range(batch)], tf.int64)
+
+
+def _out_of_band(x):
+    spectrum = np.abs(np.fft.rfft(x, axis=1)) ** 2
+    hz = np.fft.rfftfreq(x.shape[1], 1 / SR)
+    outside = (hz < 250) | (hz > 3500)
+    return spectrum[:, outside].sum(1) / spectrum.sum(1)
+
+
+def test_a_call_band_limits_codes_and_drops_packets_of_noisy_and_clean_alike():
+    noisy, clean, valid = _pair()
+    cfg = AugmentConfig(phone_probability=1.0, max_dropout=0.3)
+    out_noisy, out_clean = (t.numpy() for t in augment.augment_waveforms(noisy, clean, valid, _seeds(), cfg, None))
+    full = valid == N  # (a shorter example's cut at its end is broadband again)
+    assert (_out_of_band(out_noisy[full]) < 1e-6).all() and (_out_of_band(out_clean[full]) < 1e-6).all()
+    assert (_out_of_band(noisy[full]) > 0.2).all()  # white noise in: the band is what changed it
+    for b, n in enumerate(valid):
+        assert not out_noisy[b, n:].any() and not out_clean[b, n:].any()  # padding stays zero
+        assert np.sqrt(np.mean(out_noisy[b, :n] ** 2)) == pytest.approx(1.0, rel=1e-3)  # normalized again
+    # the same lost packets in both: where the noisy call goes quiet for 20 ms, so does the clean
+    def frame_rms(x, b):
+        frames = np.sqrt(np.mean(x[b, :valid[b]].reshape(-1, 320) ** 2, axis=1))
+        return frames / np.median(frames)
+    lost = [frame_rms(out_noisy, b) < 0.1 for b in range(2)]
+    assert sum(x.sum() for x in lost) >= 3, lost
+    for b in range(2):
+        clean_frames = frame_rms(out_clean, b)
+        assert (clean_frames[lost[b]] < 0.1 * clean_frames.max()).all()
+
+
+def test_no_reference_stays_no_reference_and_zero_probabilities_change_nothing():
+    noisy, clean, valid = _pair()
+    cfg = AugmentConfig(phone_probability=1.0, reverb_probability=1.0, rir_count=2)
+    rirs = tf.constant(augment.room_impulse_responses(cfg, seed=0))
+    _, out_clean = augment.augment_waveforms(noisy, np.zeros_like(clean), valid, _seeds(), cfg, rirs)
+    assert not out_clean.numpy().any()
+    same_noisy, same_clean = augment.augment_waveforms(noisy, clean, valid, _seeds(), AugmentConfig(), rirs)
+    np.testing.assert_allclose(same_noisy, noisy, atol=1e-4)
+    np.testing.assert_allclose(same_clean, clean, atol=1e-4)
+
+
+def test_a_room_reverberates_the_pair_linearly_with_one_of_its_simulated_responses():
+    cfg = AugmentConfig(reverb_probability=1.0, rir_count=3, rt60_range_s=[0.3, 0.5])
+    rirs = augment.room_impulse_responses(cfg, seed=0)
+    np.testing.assert_array_equal(rirs, augment.room_impulse_responses(cfg, seed=0))  # seeded
+    assert rirs.shape[0] == 3 and np.allclose((rirs ** 2).sum(1), 1.0, rtol=1e-4)
+    assert np.argmax(np.abs(rirs), axis=1).tolist() == [0, 0, 0]  # the direct path first
+    noisy, clean, valid = _pair(valid=(N,) * 4)
+    out_noisy, out_clean = (t.numpy() for t in augment.augment_waveforms(noisy, clean, valid, _seeds(), cfg,
+                                                                        tf.constant(rirs)))
+    # Linear: the noise part of the output is the room's response to the noise part alone.
+    scale = np.sqrt(np.mean(out_noisy ** 2, axis=1, keepdims=True)) / 1.0
+    for b in range(4):
+        matches = []
+        for h in rirs:
+            wet = np.convolve(noisy[b], h)[:N]
+            matches.append(np.abs(wet / np.sqrt(np.mean(wet ** 2)) - out_noisy[b]).max())
+        assert min(matches) < 1e-3, matches
+        wet_clean = [np.convolve(clean[b], h)[:N] for h in rirs][int(np.argmin(matches))]
+        np.testing.assert_allclose(out_clean[b], wet_clean / np.sqrt(np.mean(np.convolve(
+            noisy[b], rirs[int(np.argmin(matches))])[:N] ** 2)), atol=1e-3)
+    assert scale.shape == (4, 1)
+
+
+def test_draws_are_the_seeds_alone():
+    noisy, clean, valid = _pair()
+    cfg = AugmentConfig(phone_probability=0.5, max_dropout=0.2)
+    first = augment.augment_waveforms(noisy, clean, valid, _seeds(), cfg, None)[0].numpy()
+    again = augment.augment_waveforms(noisy, clean, valid, _seeds(), cfg, None)[0].numpy()
+    other = augment.augment_waveforms(noisy, clean, valid, _seeds(start=100), cfg, None)[0].numpy()
+    np.testing.assert_array_equal(first, again)
+    assert not np.array_equal(first, other)
