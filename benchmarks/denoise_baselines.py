@@ -85,11 +85,17 @@ METHODS = {
 PROJECT = "tfx-audio denoiser"
 
 
+def pushed_model(model_dir: str) -> str:
+    """A SavedModel directory: `model_dir` itself, or the newest version the Pusher wrote in it."""
+    if tf.io.gfile.exists(os.path.join(model_dir, "saved_model.pb")):
+        return model_dir
+    versions = sorted(tf.io.gfile.listdir(model_dir), key=lambda v: int(v.strip("/")))
+    return os.path.join(model_dir, versions[-1].strip("/"))
+
+
 def project_denoiser(model_dir: str):
     """A method running the exported model's serve_wav and decoding its enhanced WAV."""
-    if not tf.io.gfile.exists(os.path.join(model_dir, "saved_model.pb")):
-        versions = sorted(tf.io.gfile.listdir(model_dir), key=lambda v: int(v.strip("/")))
-        model_dir = os.path.join(model_dir, versions[-1].strip("/"))
+    model_dir = pushed_model(model_dir)
     serve = tf.saved_model.load(model_dir).signatures["serve_wav"]
 
     def enhance(noisy: np.ndarray, sr: int) -> np.ndarray:
@@ -103,17 +109,23 @@ def project_denoiser(model_dir: str):
     return model_dir, enhance
 
 
+def with_project(model, loader, how: str = ""):
+    """(the methods to compare, a note naming the model): the baselines, plus the project's
+    denoiser from `loader(model)` when a model is given."""
+    methods = dict(METHODS)
+    if not model:
+        return methods, ""
+    model_dir, methods[PROJECT] = loader(model)
+    return methods, f" {PROJECT}: {model_dir}{how}."
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", default="data/demo")
     parser.add_argument("--model", default=None, help="pushed model (or Pusher base directory)")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
-    methods = dict(METHODS)
-    model_note = ""
-    if args.model:
-        model_dir, methods[PROJECT] = project_denoiser(args.model)
-        model_note = f" {PROJECT}: {model_dir}."
+    methods, model_note = with_project(args.model, project_denoiser)
     window = load_config("pipeline/configs/demo.yaml").features.num_samples
     rows = test_split_rows(args.data)
     scores = collections.defaultdict(lambda: collections.defaultdict(list))

@@ -1,0 +1,123 @@
+"""Benchmark: denoising whole recordings of the held-out conditions, the project's denoiser
+against RNNoise and noisereduce.
+
+    .venv/bin/python -m benchmarks.heldout_denoise --model outputs/demo/serving \
+        [--out benchmarks/RESULTS-heldout_denoise.md]
+
+Each held-out voice (pipeline/heldout_data.py: flite, and espeak-ng variants the training
+never uses) speaks a few call-center sentences in one recording of several seconds; each
+recording is mixed with each held-out noise kind (fan, keyboard, music, alarm: fresh
+realizations) at 0, 5 and 10 dB, on the wideband channel and through a mobile call
+(AMR-NB; its reference is the call of the clean speech). Every method enhances the whole
+recording: the model through its `denoise_wav` signature (any length, chunked), RNNoise
+(pyrnnoise, 48 kHz, its 20-ms delay removed) and noisereduce (spectral gating). The score is
+the SI-SNR (and SNR) improvement over the whole recording, against the clean reference.
+"""
+import argparse
+import collections
+import io
+import time
+
+import pipeline  # noqa: F401  (TF_USE_LEGACY_KERAS before TensorFlow)
+
+import numpy as np
+import soundfile
+import tensorflow as tf
+
+from benchmarks.denoise_baselines import PROJECT, pushed_model, with_project
+from benchmarks.report import publish
+from components import audio_io, channel, features, mixing
+from components.snr_metrics import improvement_db, si_snr_db, snr_db
+from pipeline import heldout_data
+
+SENTENCES = (
+    "thank you for calling, how can I help you today",
+    "the order number is four seven two nine",
+    "please stop the line while we check the valve",
+    "can you go left at the second door and then right",
+    "yes, the delivery arrives on monday morning",
+    "no, I did not receive the invoice yet",
+)
+SNRS_DB = heldout_data.SNRS_DB
+
+
+def recordings(seed: int, voice_count: int = 0):
+    """{voice group: clean 16 kHz recording}: each voice says three sentences, 0.4 s apart."""
+    rng = np.random.default_rng(seed)
+    out = {}
+    for voice in heldout_data.voices(seed)[:voice_count or None]:
+        picked = rng.choice(len(SENTENCES), 3, replace=False)
+        pause = np.zeros(int(0.4 * features.SAMPLE_RATE), np.float32)
+        parts = [np.concatenate([heldout_data.speak(SENTENCES[i], voice), pause]) for i in picked]
+        out[voice[0]] = np.concatenate(parts)
+    return out
+
+
+def denoise_wav(model_dir: str):
+    """The pushed model's whole-recording signature, as a method."""
+    model_dir = pushed_model(model_dir)
+    signature = tf.saved_model.load(model_dir).signatures["denoise_wav"]
+
+    def enhance(noisy: np.ndarray, sr: int) -> np.ndarray:
+        out = signature(wav=tf.constant(audio_io.encode_pcm16_wav(noisy)))
+        enhanced, rate = soundfile.read(io.BytesIO(out[features.OUT_ENHANCED_WAV].numpy()), dtype="float32")
+        assert rate == sr and len(enhanced) == len(noisy)
+        return enhanced
+
+    return model_dir, enhance
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--model", default=None, help="pushed model (or the Pusher's base directory)")
+    parser.add_argument("--voices", type=int, default=0, help="first N held-out voices (0: all)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", default=None)
+    args = parser.parse_args()
+    methods, note = with_project(args.model, denoise_wav, " (`denoise_wav`)")
+    rng = np.random.default_rng(args.seed + 1)
+    clean_recordings = recordings(args.seed, args.voices)
+    scores = collections.defaultdict(list)  # (method, metric, channel, kind, snr) -> values
+    seconds = 0.0
+    started = time.time()
+    for group, clean in clean_recordings.items():
+        for kind in heldout_data.HELDOUT_NOISE_KINDS:
+            for snr in SNRS_DB:
+                noise = heldout_data.make_noise(kind, int(rng.integers(2 ** 31)), len(clean) / features.SAMPLE_RATE + 1)
+                noisy, reference = mixing.mix_at_snr(clean, noise, snr, rng)
+                for ch in heldout_data.CHANNELS:
+                    mode = int(rng.integers(len(channel.AMR_NB_KBPS)))
+                    carried = (lambda a: a) if ch == "wideband" else (lambda a: channel.mobile(a, mode))
+                    x, ref = carried(noisy), carried(reference)
+                    seconds += len(x) / features.SAMPLE_RATE
+                    for method, enhance in methods.items():
+                        enhanced = enhance(x, features.SAMPLE_RATE).astype(np.float32)
+                        for name, metric in (("SI-SNRi", si_snr_db), ("SNRi", snr_db)):
+                            value = improvement_db(metric, ref, x, enhanced)
+                            if value is not None:
+                                scores[(method, name, ch, kind, snr)].append(value)
+    kinds = heldout_data.HELDOUT_NOISE_KINDS
+    lines = [f"{len(clean_recordings)} held-out voices x {len(kinds)} held-out noise kinds x SNRs "
+             f"{', '.join(f'{s:g}' for s in SNRS_DB)} dB x channels {', '.join(heldout_data.CHANNELS)}: "
+             f"{sum(len(v) for k, v in scores.items() if k[:2] == (next(iter(methods)), 'SI-SNRi'))} whole "
+             f"recordings of {np.mean([len(c) for c in clean_recordings.values()]) / features.SAMPLE_RATE:.1f} s "
+             f"on average ({seconds / 60:.1f} min of audio per method, {time.time() - started:.0f} s wall).{note}",
+             "Mean improvement in dB over the whole recording, averaged over the three SNRs.", ""]
+    for ch in heldout_data.CHANNELS + ("both",):
+        chans = heldout_data.CHANNELS if ch == "both" else (ch,)
+        lines += [f"**{ch}**", "", "| method | metric | " + " | ".join(kinds) + " | 0 dB | 5 dB | 10 dB | all |",
+                  "| --- | --- | " + " | ".join("---" for _ in kinds) + " | --- | --- | --- | --- |"]
+        for method in methods:
+            for name in ("SI-SNRi", "SNRi"):
+                def mean(kind=None, snr=None):
+                    values = [v for (m, n, c, k, s), vs in scores.items() for v in vs
+                              if m == method and n == name and c in chans and kind in (None, k) and snr in (None, s)]
+                    return f"{np.mean(values):.2f}" if values else "-"
+                lines.append(f"| {method} | {name} | " + " | ".join(mean(kind=k) for k in kinds) + " | "
+                             + " | ".join(mean(snr=s) for s in SNRS_DB) + f" | {mean()} |")
+        lines.append("")
+    publish("Held-out denoising on whole recordings", "\n".join(lines), args.out)
+
+
+if __name__ == "__main__":
+    main()
