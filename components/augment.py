@@ -15,7 +15,7 @@ noisy waveform's new RMS (the model's inputs are normalized to unit variance).
 Draws are stateless, from (seed, epoch, index) like SpecAugment: a resumed run draws what
 the uninterrupted one drew. Evaluation and serving never augment.
 The call runs in TensorFlow (it is in the tf.data map, after the cache, fresh each epoch);
-components/channel.py's numpy twin with the ITU tables is what the corpora use.
+components/channel.py has a numpy twin with the ITU's G.711 tables (`telephone`).
 """
 from __future__ import annotations
 
@@ -34,22 +34,26 @@ _PACKET = features.SAMPLE_RATE // 50  # 20 ms
 
 def room_impulse_responses(cfg: AugmentConfig, seed: int) -> np.ndarray:
     """[rir_count, length] impulse responses of random shoebox rooms (pyroomacoustics),
-    direct path first, each scaled to unit energy; the same seed, the same rooms."""
+    starting at the direct path, each scaled to unit energy; the same seed, the same rooms."""
     import pyroomacoustics as pra  # only where rooms are simulated
 
     rng = np.random.default_rng(seed)
     responses = []
-    for _ in range(cfg.rir_count):
+    while len(responses) < cfg.rir_count:
         dims = rng.uniform([3.0, 3.0, 2.4], [10.0, 8.0, 4.0])
         rt60 = rng.uniform(*cfg.rt60_range_s)
-        absorption, max_order = pra.inverse_sabine(rt60, dims)
+        try:
+            absorption, max_order = pra.inverse_sabine(rt60, dims)
+        except ValueError:  # too large a room for so short a reverberation: draw another room
+            continue
         room = pra.ShoeBox(dims, fs=features.SAMPLE_RATE, materials=pra.Material(absorption),
                            max_order=max_order)
         room.add_source(rng.uniform(0.5, dims - 0.5))
         room.add_microphone(rng.uniform(0.5, dims - 0.5))
         room.compute_rir()
         h = np.asarray(room.rir[0][0], np.float64)
-        h = h[int(np.argmax(np.abs(h))):]  # from the direct path: no delay to learn
+        # From the direct path (the whole of its fractional-delay filter): no delay to learn.
+        h = h[max(int(np.argmax(np.abs(h))) - pra.constants.get("frac_delay_length") // 2, 0):]
         responses.append(h / np.sqrt(np.sum(h ** 2)))
     length = max(len(h) for h in responses)
     return np.stack([np.pad(h, (0, length - len(h))) for h in responses]).astype(np.float32)
@@ -58,7 +62,7 @@ def room_impulse_responses(cfg: AugmentConfig, seed: int) -> np.ndarray:
 def _convolve(x: tf.Tensor, h: tf.Tensor) -> tf.Tensor:
     """[B, N] * [B, L] linear convolution, cut to N samples (FFT of a power of two)."""
     n = tf.shape(x)[1]
-    size = 2 ** tf.cast(tf.math.ceil(tf.math.log(tf.cast(n + tf.shape(h)[1], tf.float32)) / np.log(2.0)), tf.int32)
+    size = 2 ** tf.cast(tf.math.ceil(tf.math.log(tf.cast(n + tf.shape(h)[1], tf.float64)) / np.log(2.0)), tf.int32)
     y = tf.signal.irfft(tf.signal.rfft(x, [size]) * tf.signal.rfft(h, [size]), [size])
     return y[:, :n]
 

@@ -251,9 +251,9 @@ class TrainerConfig:
 @dataclasses.dataclass
 class EvaluatorConfig:
     eval_split: str = "test"
-    # The generalization protocol: a folder laid out like data.input_base (metadata.csv and all)
-    # holding voices, noises and channels the training never sees (pipeline/heldout_data.py writes
-    # one). Read by its own ExampleGen, never trained on, evaluated beside eval_split and reported
+    # The generalization protocol: a folder of <label>/*.wav with metadata.csv (the folders layout,
+    # whatever data.layout says) holding voices, noises and channels the training never sees
+    # (pipeline/heldout_data.py writes one; bash scripts/demo.sh sets it). Read by its own ExampleGen, never trained on, evaluated beside eval_split and reported
     # (not gated: the Pusher takes one blessing, eval_split's); "" turns it off.
     heldout_base: str = ""
     heldout_file_pattern: str = "*/*.wav"

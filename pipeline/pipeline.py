@@ -12,6 +12,7 @@ import json
 import os
 from typing import List, Optional
 
+import tensorflow as tf
 import tensorflow_data_validation as tfdv
 from ml_metadata.proto import metadata_store_pb2
 from tfx import v1 as tfx
@@ -129,8 +130,16 @@ def create_pipeline(config: PipelineConfig, pipeline_root: Optional[str] = None,
 
     heldout = []
     if config.evaluator.heldout_base:  # the generalization protocol: read, evaluated, never trained on
-        heldout_gen = _example_gen(config, config.evaluator.heldout_base, config.evaluator.heldout_file_pattern,
-                                   {HELDOUT_SPLIT: 1}, noise_base="", noisy_copies=0).with_id("HeldoutExampleGen")
+        heldout_base = config.evaluator.heldout_base
+        if "://" not in heldout_base and not tf.io.gfile.glob(os.path.join(heldout_base,
+                                                                              config.evaluator.heldout_file_pattern)):
+            raise ValueError(f"evaluator.heldout_base={heldout_base}: no file matches "
+                             f"{config.evaluator.heldout_file_pattern} there (python -m pipeline.heldout_data writes "
+                             f"a held-out corpus)")
+        # The corpus's own layout (labelled folders, metadata.csv), whatever data.* says of the training data.
+        heldout_gen = _example_gen(config, heldout_base, config.evaluator.heldout_file_pattern, {HELDOUT_SPLIT: 1},
+                                   noise_base="", noisy_copies=0, layout="folders", metadata_file="metadata.csv",
+                                   segments_file="", group_regex="", latest_spans=1).with_id("HeldoutExampleGen")
         heldout_evaluator = tfx.components.Evaluator(
             examples=heldout_gen.outputs["examples"],
             model=trainer.outputs["model"],

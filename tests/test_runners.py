@@ -14,3 +14,13 @@ def test_overrides_parse_values_and_unknown_keys_are_named(tmp_path):
     with pytest.raises(ValueError, match=r"config.trainer: unknown setting\(s\) \['epoch'\]"):
         load_config(None, ["trainer.epoch=3"])
     assert PipelineConfig.from_dict(config.to_dict()) == config  # what custom_config carries
+
+
+def test_a_held_out_folder_without_clips_is_named_when_the_pipeline_is_built(tmp_path):
+    from pipeline.pipeline import create_pipeline  # imports TFX
+
+    (tmp_path / "heldout").mkdir()
+    config = load_config("pipeline/configs/demo.yaml", [f"evaluator.heldout_base={tmp_path / 'heldout'}",
+                                                        f"output_dir={tmp_path / 'out'}"])
+    with pytest.raises(ValueError, match=r"evaluator.heldout_base=.*heldout: no file matches \*/\*.wav"):
+        create_pipeline(config)
