@@ -310,6 +310,10 @@ def test_the_cache_fingerprint_covers_metadata_and_segments_files(mixed_folder):
     assert after_metadata != before
     (mixed_folder / "segments.csv").write_text("file_name,start_s,end_s,label\nyes/a.wav,0,0.5,yes\n")
     assert fingerprint() != after_metadata
+    # "" turns a file off: nothing to fingerprint (not the folder read as a file)
+    properties = component.Driver(None).resolve_exec_properties(
+        _exec_properties(mixed_folder, metadata_file="", segments_file=""), None, None)
+    assert properties[example_gen_utils.FINGERPRINT_PROPERTY_NAME].endswith(": sha256 absent\n: sha256 absent")
 
 
 def test_paths_leaving_input_base_are_rejected_not_read(tmp_path):

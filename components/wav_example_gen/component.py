@@ -49,8 +49,8 @@ class Driver(driver.FileBasedDriver):
                 exec_properties[standard_component_specs.CUSTOM_CONFIG_KEY], span_pattern=pattern, spans=newest)
         for key in ("metadata_file", "segments_file"):
             path = os.path.join(input_base, options[key])
-            digest = "absent"
-            if fileio.exists(path):  # small text files: their content, not their mtime
+            digest = "absent"  # ("" turns the file off, as the executor reads it)
+            if options[key] and fileio.exists(path):  # small text files: their content, not their mtime
                 with fileio.open(path, "rb") as f:
                     digest = hashlib.sha256(f.read()).hexdigest()
             lines.append(f"{options[key]}: sha256 {digest}")
