@@ -1,14 +1,18 @@
-"""Waveform augmentation on the Trainer's training stream: rooms and phone calls.
+"""Waveform augmentation on the Trainer's training stream: speed, rooms and phone calls.
 
 For models that read the waveform (the denoiser front end, wav2vec2), each training
-example may pass, before it reaches the model:
+example may pass, before it reaches the model, in this order:
+- through a speed change by one of `speed_factors` (band-limited resampling by FFT, the
+  example then read at the original rate: tempo, pitch and formants scale together, as in
+  Kaldi's speed perturbation; a slowed example loses its end past the window, a hastened
+  one ends early);
 - through a room: convolution with one of `rir_count` impulse responses that
   pyroomacoustics simulates (image source method) for shoebox rooms with random sizes,
   positions and reverberation times in `rt60_range_s`, drawn once from the seed;
 - through a telephone call: the 300-3400 Hz voice band, G.711-style mu-law coding at
   8 bits a sample at a random level (`phone_level_dbfs`), dropped 20-ms packets at a
   random rate up to `max_dropout`, and the voice band again (the receiving end's filter).
-The clean reference goes through the same room, band, coding level and dropouts, so the
+The clean reference goes through the same speed, room, band, coding level and dropouts, so the
 denoiser learns to remove the noise, not to undo the call. Both are then scaled by the
 noisy waveform's new RMS (the model's inputs are normalized to unit variance).
 
@@ -67,6 +71,16 @@ def _convolve(x: tf.Tensor, h: tf.Tensor) -> tf.Tensor:
     return y[:, :n]
 
 
+def _speed(x: tf.Tensor, factor: float) -> tf.Tensor:
+    """[B, N] played `factor` times as fast, kept to N samples: resampled to N / factor by
+    truncating or zero-padding its spectrum (band-limited; scipy.signal.resample's method,
+    here in the tf.data graph), then cut or padded to N."""
+    n = tf.shape(x)[1]
+    m = tf.cast(tf.round(tf.cast(n, tf.float32) / factor), tf.int32)
+    y = tf.signal.irfft(tf.signal.rfft(x), [m]) * (tf.cast(m, tf.float32) / tf.cast(n, tf.float32))
+    return tf.pad(y, [[0, 0], [0, tf.maximum(n - m, 0)]])[:, :n]
+
+
 def _band(x: tf.Tensor) -> tf.Tensor:
     """[B, N] -> the 300-3400 Hz band (the telephone channel's), by FFT."""
     n = tf.shape(x)[1]
@@ -92,20 +106,34 @@ def _rms(x: tf.Tensor, valid: tf.Tensor) -> tf.Tensor:
 
 
 def augment_waveforms(noisy: tf.Tensor, clean: tf.Tensor, num_samples: tf.Tensor, seeds: tf.Tensor,
-                      cfg: AugmentConfig, rirs: tf.Tensor | None) -> Tuple[tf.Tensor, tf.Tensor]:
-    """([B, N] noisy, [B, N] clean) through the drawn rooms and calls; `seeds` [B, 2],
+                      cfg: AugmentConfig, rirs: tf.Tensor | None) -> Tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+    """([B, N] noisy, [B, N] clean, [B] valid samples) through the drawn speeds, rooms and calls:
+    the pair and its new valid lengths (a speed change moves them); `seeds` [B, 2],
     `num_samples` [B] the valid samples (the rest stays zero), `rirs` from
     `room_impulse_responses` (None: no rooms). A reference of zeros (none) stays zeros."""
     seeds = tf.map_fn(lambda s: tf.cast(tf.random.experimental.stateless_fold_in(s, 1), tf.int64), seeds,
                       fn_output_signature=tf.TensorSpec([2], tf.int64))  # draws apart from SpecAugment's
-    u = _uniforms(seeds, 5)  # room?, which room, call?, level, dropout rate
+    u = _uniforms(seeds, 7)  # room?, which room, call?, level, dropout rate, speed?, which speed
     n = tf.shape(noisy)[1]
-    valid = tf.cast(tf.range(n)[tf.newaxis, :] < tf.cast(num_samples, tf.int32)[:, tf.newaxis], tf.float32)
 
     def pair(fn, x, y):  # the same operation on noisy and clean, in one pass
         out = fn(tf.concat([x, y], axis=0))
         return out[:tf.shape(x)[0]], out[tf.shape(x)[0]:]
 
+    if cfg.speed_probability > 0:
+        factors = list(cfg.speed_factors)
+        which = tf.minimum(tf.cast(u[:, 6] * len(factors), tf.int32), len(factors) - 1)
+        which = tf.where(u[:, 5] < cfg.speed_probability, which, -1)  # -1: as it was
+        length = tf.cast(num_samples, tf.float32)
+        for k, factor in enumerate(factors):
+            chosen = tf.equal(which, k)
+            fast_noisy, fast_clean = pair(lambda x: _speed(x, factor), noisy, clean)
+            noisy = tf.where(chosen[:, tf.newaxis], fast_noisy, noisy)
+            clean = tf.where(chosen[:, tf.newaxis], fast_clean, clean)
+            length = tf.where(chosen, tf.round(length / factor), length)
+        num_samples = tf.minimum(length, tf.cast(n, tf.float32))
+    valid = tf.cast(tf.range(n)[tf.newaxis, :] < tf.cast(num_samples, tf.int32)[:, tf.newaxis], tf.float32)
+    noisy, clean = noisy * valid, clean * valid  # (the resampled padding's ringing cut off)
     if rirs is not None and cfg.reverb_probability > 0:
         count = tf.shape(rirs)[0]
         h = tf.gather(rirs, tf.minimum(tf.cast(u[:, 1] * tf.cast(count, tf.float32), tf.int32), count - 1))
@@ -126,4 +154,4 @@ def augment_waveforms(noisy: tf.Tensor, clean: tf.Tensor, num_samples: tf.Tensor
         called_noisy, called_clean = called_noisy * valid, called_clean * valid
         noisy, clean = tf.where(call, called_noisy, noisy), tf.where(call, called_clean, clean)
     scale = _rms(noisy, valid) + 1e-5  # normalized again, as the Transform normalizes the inputs
-    return noisy / scale, clean / scale
+    return noisy / scale, clean / scale, tf.cast(num_samples, tf.int64)

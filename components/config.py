@@ -178,7 +178,7 @@ class Wav2Vec2Config:
 
 @dataclasses.dataclass
 class AugmentConfig:
-    """Rooms and phone calls on the training stream of waveform models (components/augment.py);
+    """Speed, rooms and phone calls on the training stream of waveform models (components/augment.py);
     probabilities per example, 0 turns each off (the default)."""
     reverb_probability: Fraction = 0.0  # convolved with a simulated room's impulse response
     rir_count: PositiveInt = 32  # rooms simulated (pyroomacoustics) when the Trainer starts
@@ -188,6 +188,11 @@ class AugmentConfig:
     phone_level_dbfs: Annotated[List[Float], Field(min_length=2, max_length=2)] = dataclasses.field(
         default_factory=lambda: [-36.0, -12.0])  # the call's speech level: the coding noise it meets
     max_dropout: Fraction = 0.03  # rate of lost 20-ms packets, drawn up to this per call
+    # Played faster or slower by one of speed_factors (resampled: tempo, pitch and formants move
+    # together, Kaldi's speed perturbation of Ko et al. 2015): other speakers' voices and pace.
+    speed_probability: Fraction = 0.0
+    speed_factors: Annotated[List[Positive], Field(min_length=1)] = dataclasses.field(
+        default_factory=lambda: [0.9, 1.1])
 
 
 @dataclasses.dataclass

@@ -196,13 +196,14 @@ def transformer(tf_transform_output: tft.TFTransformOutput, cfg: TrainerConfig):
 
 def augmenter(cfg: TrainerConfig):
     """(epochs [B], indices [B], featurized batch) -> the batch with SpecAugment on its log-mel
-    (when on and the model reads log-mel) and rooms and calls on its waveforms (`trainer.augment`,
+    (when on and the model reads log-mel) and speed, rooms and calls on its waveforms (`trainer.augment`,
     when the model reads the waveform: components/augment.py); example i of epoch e under the
     draws of seed (seed, e, i)."""
     seed = tf.constant(cfg.seed, tf.int64)
     keys = input_keys(cfg)
     masks = cfg.spec_augment.enabled and features.LOG_MEL in keys
-    waves = features.WAVEFORM in keys and (cfg.augment.reverb_probability > 0 or cfg.augment.phone_probability > 0)
+    waves = features.WAVEFORM in keys and (cfg.augment.reverb_probability > 0 or cfg.augment.phone_probability > 0
+                                           or cfg.augment.speed_probability > 0)
     rirs = (tf.constant(augment_lib.room_impulse_responses(cfg.augment, cfg.seed))
             if waves and cfg.augment.reverb_probability > 0 else None)
 
@@ -216,9 +217,10 @@ def augmenter(cfg: TrainerConfig):
             out[features.LOG_MEL] = spec_augment_batch(batch[features.LOG_MEL], cfg.spec_augment, seeds)
         if waves:
             clean = batch.get(features.CLEAN_WAVEFORM, tf.zeros_like(batch[features.WAVEFORM]))
-            noisy, clean = augment_lib.augment_waveforms(
+            noisy, clean, lengths = augment_lib.augment_waveforms(
                 batch[features.WAVEFORM], clean, batch[features.NUM_SAMPLES], seeds, cfg.augment, rirs)
             out[features.WAVEFORM] = noisy
+            out[features.NUM_SAMPLES] = tf.cast(lengths, batch[features.NUM_SAMPLES].dtype)
             if features.CLEAN_WAVEFORM in batch:
                 out[features.CLEAN_WAVEFORM] = clean
         return out

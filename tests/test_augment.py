@@ -2,6 +2,7 @@
 import numpy as np
 import pyroomacoustics as pra
 import pytest
+import scipy.signal
 import tensorflow as tf
 
 from components import augment, features
@@ -36,7 +37,9 @@ def _out_of_band(x):
 def test_a_call_band_limits_codes_and_drops_packets_of_noisy_and_clean_alike():
     noisy, clean, valid = _pair()
     cfg = AugmentConfig(phone_probability=1.0, max_dropout=0.3)
-    out_noisy, out_clean = (t.numpy() for t in augment.augment_waveforms(noisy, clean, valid, _seeds(), cfg, None))
+    out_noisy, out_clean, lengths = (t.numpy() for t in augment.augment_waveforms(noisy, clean, valid, _seeds(), cfg,
+                                                                                  None))
+    np.testing.assert_array_equal(lengths, valid)  # a call keeps the length
     full = valid == N  # (a shorter example's cut at its end is broadband again)
     assert (_out_of_band(out_noisy[full]) < 1e-6).all() and (_out_of_band(out_clean[full]) < 1e-6).all()
     assert (_out_of_band(noisy[full]) > 0.2).all()  # white noise in: the band is what changed it
@@ -58,9 +61,11 @@ def test_no_reference_stays_no_reference_and_zero_probabilities_change_nothing()
     noisy, clean, valid = _pair()
     cfg = AugmentConfig(phone_probability=1.0, reverb_probability=1.0, rir_count=2)
     rirs = tf.constant(augment.room_impulse_responses(cfg, seed=0))
-    _, out_clean = augment.augment_waveforms(noisy, np.zeros_like(clean), valid, _seeds(), cfg, rirs)
+    _, out_clean, _ = augment.augment_waveforms(noisy, np.zeros_like(clean), valid, _seeds(), cfg, rirs)
     assert not out_clean.numpy().any()
-    same_noisy, same_clean = augment.augment_waveforms(noisy, clean, valid, _seeds(), AugmentConfig(), rirs)
+    same_noisy, same_clean, same_lengths = augment.augment_waveforms(noisy, clean, valid, _seeds(), AugmentConfig(),
+                                                                     rirs)
+    np.testing.assert_array_equal(same_lengths, valid)
     np.testing.assert_allclose(same_noisy, noisy, atol=1e-4)
     np.testing.assert_allclose(same_clean, clean, atol=1e-4)
 
@@ -73,8 +78,8 @@ def test_a_room_reverberates_the_pair_linearly_with_one_of_its_simulated_respons
     # the direct path first, with the whole of its fractional-delay filter before it
     assert np.argmax(np.abs(rirs), axis=1).tolist() == [pra.constants.get("frac_delay_length") // 2] * 3
     noisy, clean, valid = _pair(valid=(N,) * 4)
-    out_noisy, out_clean = (t.numpy() for t in augment.augment_waveforms(noisy, clean, valid, _seeds(), cfg,
-                                                                        tf.constant(rirs)))
+    out_noisy, out_clean, _ = (t.numpy() for t in augment.augment_waveforms(noisy, clean, valid, _seeds(), cfg,
+                                                                           tf.constant(rirs)))
     # Linear: the noise part of the output is the room's response to the noise part alone.
     for b in range(4):
         matches = []
@@ -94,6 +99,28 @@ def test_short_reverberation_in_a_large_room_is_drawn_again_not_a_crash():
     assert augment.room_impulse_responses(cfg, seed=1).shape[0] == 8
 
 
+@pytest.mark.parametrize("factor", [1.25, 0.8])
+def test_a_speed_change_scales_pitch_and_length_of_noisy_and_clean_alike(factor):
+    noisy, clean, valid = _pair()
+    cfg = AugmentConfig(speed_probability=1.0, speed_factors=[factor])
+    out_noisy, out_clean, lengths = (t.numpy() for t in augment.augment_waveforms(noisy, clean, valid, _seeds(), cfg,
+                                                                                  None))
+    np.testing.assert_array_equal(lengths, np.minimum(np.round(valid / factor), N))
+    hz = np.fft.rfftfreq(N, 1 / SR)
+    for b in range(4):
+        assert not out_noisy[b, lengths[b]:].any() and not out_clean[b, lengths[b]:].any()
+        tone = hz[np.argmax(np.abs(np.fft.rfft(out_clean[b])))]
+        assert tone == pytest.approx((500 + 300 * b) * factor, abs=2.0)
+        # One resampling, one scale for both: the noise part is the resampled noise alone.
+        noise = scipy.signal.resample(noisy[b] - clean[b], int(round(N / factor)))[:N]
+        noise = np.pad(noise, (0, N - len(noise)))
+        noise[lengths[b]:] = 0
+        residual = out_noisy[b] - out_clean[b]
+        gain = residual @ noise / (noise @ noise)
+        assert np.abs(residual - gain * noise)[:lengths[b] - 200].max() < 1e-2 * np.abs(residual).max()
+        assert np.sqrt(np.mean(out_noisy[b, :lengths[b]] ** 2)) == pytest.approx(1.0, rel=1e-3)
+
+
 def test_draws_are_the_seeds_alone():
     noisy, clean, valid = _pair()
     cfg = AugmentConfig(phone_probability=0.5, max_dropout=0.2)
@@ -102,3 +129,16 @@ def test_draws_are_the_seeds_alone():
     other = augment.augment_waveforms(noisy, clean, valid, _seeds(start=100), cfg, None)[0].numpy()
     np.testing.assert_array_equal(first, again)
     assert not np.array_equal(first, other)
+
+
+def test_the_training_stream_carries_each_example_s_new_length_to_the_model():
+    from components import train_data
+    from components.config import TrainerConfig
+
+    cfg = TrainerConfig(backbone="wav2vec2", augment=AugmentConfig(speed_probability=1.0, speed_factors=[1.25]))
+    noisy, clean, valid = _pair()
+    batch = {features.WAVEFORM: tf.constant(noisy), features.CLEAN_WAVEFORM: tf.constant(clean),
+             features.NUM_SAMPLES: tf.constant(valid)}
+    out = train_data.augmenter(cfg)(tf.zeros([4], tf.int64), tf.range(4, dtype=tf.int64), batch)
+    assert out[features.NUM_SAMPLES].dtype == tf.int64
+    np.testing.assert_array_equal(out[features.NUM_SAMPLES], np.round(valid / 1.25))

@@ -216,15 +216,20 @@ def test_pipeline_resumes_after_a_crash_trains_blesses_pushes_and_refuses_a_brok
     assert min(loss_steps) <= killed_at < max(loss_steps), (killed_at, loss_steps)
 
     # Second run: a deliberately broken model (learning rate 0: the weights stay random).
-    # The resolver hands the first run's blessed model to the Evaluator as its baseline;
+    # The resolver hands the first run's blessed model to both Evaluators as their baseline;
     # the broken one fails the floors and the comparison, and is not pushed.
-    broken = dataclasses.replace(config, trainer=dataclasses.replace(config.trainer, learning_rate=0.0, epochs=1),
-                                 evaluator=dataclasses.replace(config.evaluator, heldout_base=""))
+    broken = dataclasses.replace(config, trainer=dataclasses.replace(config.trainer, learning_rate=0.0, epochs=1))
     second = _run(broken, ExitCode.NOT_BLESSED)
     assert all(state == "COMPLETE" for state in second.node_states.values()), second.node_states
     first_model = first.artifacts["Trainer"]["model"][0].uri
     assert second.artifacts["latest_blessed_model_resolver"]["model"][0].uri == first_model
     assert second.inputs["Evaluator"]["baseline_model"][0].uri == first_model
+    assert second.inputs["HeldoutEvaluator"]["baseline_model"][0].uri == first_model
+    # The held-out figures of the blessed model, recomputed by this run, beside the candidate's.
+    held_accuracy = first.heldout_metrics["sparse_categorical_accuracy"]
+    assert f"(latest blessed model: {held_accuracy:.4g})" in second.text()
+    side = {row["metric"]: row for row in _report_rows(second, "in_domain_vs_heldout")}
+    assert float(side["sparse_categorical_accuracy"]["heldout_baseline"]) == pytest.approx(held_accuracy, abs=1e-4)
     assert f"{tfma_snr.SI_SNR_IMPROVEMENT}_diff" in second.metrics  # compared with the baseline
     assert not second.blessed and not second.pushed
     failed = {check.split(":")[0] for check in second.failed_checks}
