@@ -12,7 +12,9 @@ same samples: the model's window (the length of its `enhanced_wav`; without a mo
 the demo config's `features.clip_seconds`).
 
 The test split is the one the pipeline makes: TFX's own hash partition of `group`
-with the demo config's buckets. RNNoise runs at 48 kHz (soxr resampling) and its
+with the demo config's buckets. `bash scripts/demo.sh` now writes the broad data
+(`pipeline.demo_data --variety broad`: more voices and noise kinds); the recorded
+results were measured on the classic data (`--variety classic`), before that change. RNNoise runs at 48 kHz (soxr resampling) and its
 output is delayed by 20 ms; the benchmark removes that delay, and reports the lag
 cross-correlation finds, as a check.
 """
