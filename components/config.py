@@ -205,7 +205,10 @@ class DenoiserConfig:
     channels: PositiveInt = 256  # conv channels
     kernel_size: PositiveInt = 3  # conv kernel, in frames
     gru_units: PositiveInt = 128  # per direction
-    init_mask_logit: Float = 2.0  # mask starts near sigmoid(2) = 0.88: pass-through
+    init_mask_logit: Float = 2.0  # mask starts near sigmoid(2) = 0.88 (complex: tanh(2) = 0.96): pass-through
+    # magnitude: a [0, 1] gain per bin, the noisy phase kept; complex: a complex gain per bin
+    # (magnitude tanh-bounded below 1, any phase: DCCRN's "E" mask), so it can correct the phase.
+    mask: Literal["magnitude", "complex"] = "magnitude"
 
 
 Objective = Literal["classify", "denoise", "joint"]
@@ -240,6 +243,9 @@ class TrainerConfig:
     # cross-entropy + denoise_weight * -SI-SNR. SI-SNR counts only examples with a clean reference.
     objective: Objective = "classify"
     denoise_weight: NonNegative = 1.0  # the lambda of the joint objective
+    # The denoising term is -SI-SNR + stft_loss_weight x the multi-resolution STFT loss (spectral
+    # convergence + log-magnitude distance at 3 resolutions, Parallel WaveGAN's), per reference.
+    stft_loss_weight: NonNegative = 0.0
     spec_augment: SpecAugmentConfig = dataclasses.field(default_factory=SpecAugmentConfig)
     augment: AugmentConfig = dataclasses.field(default_factory=AugmentConfig)
     wav2vec2: Wav2Vec2Config = dataclasses.field(default_factory=Wav2Vec2Config)

@@ -1,13 +1,18 @@
 """The denoiser front end: STFT -> mask estimator (conv + bidirectional GRU) -> masked
 complex spectrum -> inverse STFT, giving an enhanced waveform of the input's length.
+The mask (`denoiser.mask`) is a real gain in [0, 1] per bin, or a complex gain whose
+magnitude is tanh-bounded (DCCRN's "E" mask, Hu et al. 2020), which can also turn the phase.
 
 Works on any batch of [B, samples] waveforms of any length. The STFT and inverse
 STFT run in float32 whatever the mixed-precision policy; the estimator's layers
 follow the policy, and the mask is cast back to float32. The mask starts near 1
 (output bias `init_mask_logit`), so an untrained denoiser passes audio through.
-Also here: the batched, length-masked negative SI-SNR loss of the joint objective.
+Also here: the batched, length-masked SI-SNR and multi-resolution STFT losses of the
+joint objective.
 """
 from __future__ import annotations
+
+from typing import Sequence, Tuple
 
 import tensorflow as tf
 import tf_keras as keras
@@ -28,9 +33,15 @@ class Denoiser(keras.Model):
                                         activation="relu", name="conv")
         self.rnn = keras.layers.Bidirectional(
             keras.layers.GRU(cfg.gru_units, return_sequences=True), name="bigru")
-        self.to_mask = keras.layers.Dense(
-            bins, activation="sigmoid", dtype="float32", name="mask",
-            bias_initializer=keras.initializers.Constant(cfg.init_mask_logit))
+        if cfg.mask == "complex":  # real and imaginary parts; the real ones start at init_mask_logit
+            bias = keras.initializers.Constant([cfg.init_mask_logit] * bins + [0.0] * bins)
+            # (zero kernel: a random one would turn the phases of an untrained model's output)
+            self.to_mask = keras.layers.Dense(2 * bins, dtype="float32", name="mask", bias_initializer=bias,
+                                              kernel_initializer="zeros")
+        else:
+            self.to_mask = keras.layers.Dense(
+                bins, activation="sigmoid", dtype="float32", name="mask",
+                bias_initializer=keras.initializers.Constant(cfg.init_mask_logit))
 
     def _pad(self) -> int:
         return self.cfg.frame_length - self.cfg.frame_step  # every sample gets full window overlap
@@ -48,18 +59,25 @@ class Denoiser(keras.Model):
             window_fn=tf.signal.inverse_stft_window_fn(self.cfg.frame_step))
         return audio[:, self._pad():self._pad() + num_samples]
 
-    def mask(self, spectrum: tf.Tensor, training: bool = False) -> tf.Tensor:
-        """The estimated magnitude mask in [0, 1], float32 [B, frames, bins]."""
+    def mask(self, spectrum: tf.Tensor, training: bool = False) -> Tuple[tf.Tensor, tf.Tensor]:
+        """The estimated mask's (real, imaginary) parts, float32 [B, frames, bins] each: a
+        magnitude mask in [0, 1] has no imaginary part; a complex one has |mask| < 1."""
         log_power = tf.math.log(tf.square(tf.abs(spectrum)) + 1e-6)
         x = self.norm(tf.cast(log_power, self.compute_dtype), training=training)
-        x = self.rnn(self.conv(x), training=training)
-        return tf.cast(self.to_mask(x), tf.float32)
+        x = tf.cast(self.to_mask(self.rnn(self.conv(x), training=training)), tf.float32)
+        if self.cfg.mask == "magnitude":
+            return x, tf.zeros_like(x)
+        real, imag = tf.split(x, 2, axis=-1)
+        norm = tf.sqrt(tf.square(real) + tf.square(imag) + 1e-8)
+        gain = tf.tanh(norm) / norm  # the direction of (real, imag), tanh(|.|) long
+        return real * gain, imag * gain
 
     def call(self, waveform: tf.Tensor, training: bool = False) -> tf.Tensor:
         spectrum = self.spectrum(waveform)
-        mask = self.mask(spectrum, training=training)
-        # Real and imaginary parts scaled apart: no complex cast in the gradient.
-        masked = tf.complex(tf.math.real(spectrum) * mask, tf.math.imag(spectrum) * mask)
+        mask_real, mask_imag = self.mask(spectrum, training=training)
+        # The complex product in real arithmetic: no complex cast in the gradient.
+        real, imag = tf.math.real(spectrum), tf.math.imag(spectrum)
+        masked = tf.complex(real * mask_real - imag * mask_imag, real * mask_imag + imag * mask_real)
         return self.waveform(masked, tf.shape(waveform)[1])
 
 
@@ -80,3 +98,30 @@ def si_snr(reference: tf.Tensor, estimate: tf.Tensor, valid: tf.Tensor) -> tf.Te
     noise = estimate - target
     ratio = (tf.reduce_sum(target * target, -1) + _EPS) / (tf.reduce_sum(noise * noise, -1) + _EPS)
     return 10.0 * tf.math.log(ratio) / tf.math.log(10.0)
+
+
+# (fft_length, frame_step) pairs, Parallel WaveGAN's (Yamamoto et al. 2020) at 16 kHz; window = fft_length.
+STFT_RESOLUTIONS = ((512, 128), (1024, 256), (256, 64))
+
+
+def multi_resolution_stft_loss(reference: tf.Tensor, estimate: tf.Tensor, valid: tf.Tensor,
+                               resolutions: Sequence[Tuple[int, int]] = STFT_RESOLUTIONS) -> tf.Tensor:
+    """Per-example multi-resolution STFT loss over the valid samples: [B, T] x [B, T] x [B, T]
+    0/1 -> [B], the mean over `resolutions` of spectral convergence (||C| - |E||_F / ||C||_F)
+    plus the mean absolute log-magnitude difference over the frames holding valid samples. Written here: the maintained
+    implementations (auraloss) are PyTorch's."""
+    valid = tf.cast(valid, tf.float32)
+    reference, estimate = tf.cast(reference, tf.float32) * valid, tf.cast(estimate, tf.float32) * valid
+    losses = []
+    for fft_length, frame_step in resolutions:
+        # (floored at 1e-3, some 80 dB under a unit-RMS signal's speech bins: silence in the
+        # reference does not make the log term, and its gradient, explode)
+        ref, est = (tf.maximum(tf.abs(tf.signal.stft(x, fft_length, frame_step, fft_length, pad_end=True)), 1e-3)
+                    for x in (reference, estimate))
+        convergence = tf.sqrt(tf.reduce_sum(tf.square(ref - est), [1, 2]) + 1e-12) / tf.sqrt(
+            tf.reduce_sum(tf.square(ref), [1, 2]))  # (+1e-12: a finite gradient where they agree)
+        frames = tf.reduce_max(tf.signal.frame(valid, fft_length, frame_step, pad_end=True), -1)  # [B, F]
+        log_distance = tf.reduce_sum(tf.abs(tf.math.log(ref) - tf.math.log(est)) * frames[..., tf.newaxis],
+                                     [1, 2]) / (tf.reduce_sum(frames, -1) * (fft_length // 2 + 1) + 1e-7)
+        losses.append(convergence + log_distance)
+    return tf.add_n(losses) / len(losses)

@@ -19,7 +19,7 @@ import tf_keras as keras
 from transformers.optimization_tf import WarmUp
 
 from components import features
-from components.denoiser import si_snr
+from components.denoiser import multi_resolution_stft_loss, si_snr
 from components.config import TrainerConfig
 
 PRECISIONS = ("float32", "mixed_float16", "mixed_bfloat16")
@@ -92,7 +92,11 @@ def make_loss(cfg: TrainerConfig):
             per_example = si_snr(y[features.CLEAN_WAVEFORM], enhanced, valid) * has_clean
             si_snr_sum, with_clean = tf.reduce_sum(per_example), tf.reduce_sum(has_clean)
             if denoise_weight:
-                loss += denoise_weight * -si_snr_sum / tf.maximum(global_clean_count, 1.0)
+                denoise = -si_snr_sum
+                if cfg.stft_loss_weight:
+                    denoise += cfg.stft_loss_weight * tf.reduce_sum(multi_resolution_stft_loss(
+                        y[features.CLEAN_WAVEFORM], enhanced, valid) * has_clean)
+                loss += denoise_weight * denoise / tf.maximum(global_clean_count, 1.0)
         return loss, logits, si_snr_sum, with_clean
 
     return loss_fn

@@ -6,7 +6,7 @@ import pytest
 import tensorflow as tf
 import tf_keras as keras
 
-from components.denoiser import Denoiser, si_snr
+from components.denoiser import Denoiser, multi_resolution_stft_loss, si_snr
 from components.snr_metrics import si_snr_db
 from components.config import DenoiserConfig
 
@@ -35,11 +35,46 @@ def test_default_denoiser_is_under_a_million_parameters_and_starts_as_pass_throu
     assert si_snr_db(audio.numpy()[0], enhanced.numpy()[0]) > 15
 
 
+def test_a_complex_mask_starts_as_pass_through_and_can_turn_the_phase():
+    denoiser = Denoiser(DenoiserConfig(mask="complex"))
+    audio = tf.random.normal([2, 8000], seed=2)
+    assert si_snr_db(audio.numpy()[0], denoiser(audio).numpy()[0]) > 15
+    assert denoiser.count_params() < 2_000_000
+    # Weights zero, biases (0, 1): the mask is i x tanh(1) in every bin, a quarter turn of
+    # every component: a sine comes out as tanh(1) x a cosine.
+    kernel, bias = denoiser.to_mask.weights
+    kernel.assign(tf.zeros_like(kernel))
+    bins = bias.shape[0] // 2
+    bias.assign(tf.concat([tf.zeros([bins]), tf.ones([bins])], 0))
+    t = np.arange(8000) / 16000
+    turned = denoiser(tf.constant([np.sin(2 * np.pi * 500 * t)], tf.float32)).numpy()[0]
+    np.testing.assert_allclose(turned[1000:7000], np.tanh(1.0) * np.cos(2 * np.pi * 500 * t)[1000:7000],
+                               atol=1e-3)
+
+
+def test_multi_resolution_stft_loss_is_zero_for_the_reference_and_reads_only_valid_samples():
+    rng = np.random.default_rng(4)
+    reference = rng.standard_normal((2, 8000)).astype(np.float32)
+    lengths = [8000, 5000]
+    valid = tf.sequence_mask(lengths, 8000)
+    estimate = reference.copy()
+    estimate[1, 5000:] = 50.0  # past the valid samples: ignored
+    assert np.abs(multi_resolution_stft_loss(reference, estimate, valid).numpy()).max() < 1e-4
+    louder = multi_resolution_stft_loss(reference, 2 * reference, valid).numpy()
+    noisier = multi_resolution_stft_loss(reference, reference + rng.standard_normal((2, 8000)).astype(np.float32),
+                                         valid).numpy()
+    # Twice as loud: spectral convergence 1 and log distance ln 2 at every resolution.
+    np.testing.assert_allclose(louder, 1.0 + np.log(2.0), rtol=2e-2)
+    assert (noisier > 0.3).all()
+
+
 def test_runs_under_mixed_float16_with_float32_audio_out():
     keras.mixed_precision.set_global_policy("mixed_float16")
     denoiser = Denoiser(DenoiserConfig(channels=32, gru_units=16))
     enhanced = denoiser(tf.random.normal([2, 4000]), training=True)
     assert denoiser.conv.compute_dtype == "float16"
+    complex_mask = Denoiser(DenoiserConfig(channels=32, gru_units=16, mask="complex"))(tf.random.normal([2, 4000]))
+    assert complex_mask.dtype == tf.float32 and np.all(np.isfinite(complex_mask.numpy()))
     assert enhanced.dtype == tf.float32 and enhanced.shape == (2, 4000)
     assert np.all(np.isfinite(enhanced.numpy()))
 
@@ -58,7 +93,8 @@ def test_tf_si_snr_matches_the_numpy_metric_over_the_valid_samples():
         assert ours[i] == pytest.approx(si_snr_db(reference[i, :n], estimate[i, :n]), abs=1e-3)
 
 
-def test_learns_to_remove_white_noise_from_tones():
+@pytest.mark.parametrize("mask", ["magnitude", "complex"])
+def test_learns_to_remove_white_noise_from_tones(mask):
     tf.random.set_seed(0)
     rng = np.random.default_rng(0)
     n = 4000
@@ -72,7 +108,7 @@ def test_learns_to_remove_white_noise_from_tones():
         return (tf.constant(clean + rng.standard_normal((size, n)), tf.float32),
                 tf.constant(clean, tf.float32))
 
-    denoiser = Denoiser(DenoiserConfig(channels=64, gru_units=32))
+    denoiser = Denoiser(DenoiserConfig(channels=64, gru_units=32, mask=mask))
     optimizer = keras.optimizers.Adam(3e-3)
     valid = tf.ones([16, n], tf.bool)
 

@@ -9,6 +9,7 @@ import tensorflow as tf
 import tf_keras as keras
 
 from components import features, training_loop
+from components.denoiser import multi_resolution_stft_loss
 from components.model import build_model, input_keys
 from components.snr_metrics import si_snr_db
 from components.config import DenoiserConfig, FeatureConfig, PipelineConfig, TrainerConfig
@@ -58,6 +59,20 @@ def test_loss_is_cross_entropy_plus_weighted_negative_si_snr_on_referenced_examp
                 "joint": cross_entropy + 0.5 * -sum(si_snrs) / 2}[objective]
     assert float(loss) == pytest.approx(expected, rel=1e-3, abs=1e-3)
     assert float(with_clean) == 2 and float(si_snr_sum) == pytest.approx(sum(si_snrs), abs=1e-2)
+
+
+def test_the_stft_loss_weight_adds_the_multi_resolution_stft_loss_of_referenced_examples():
+    tf.random.set_seed(0)
+    cfg = _cfg("joint", denoise_weight=0.5)
+    model = build_model(cfg, FEATS, 3)
+    x, y = _batch()
+    outputs = model(x, training=False)
+    without = training_loop.make_loss(cfg)(outputs, x, y, 3.0, 2.0)[0]
+    with_stft = training_loop.make_loss(dataclasses.replace(cfg, stft_loss_weight=2.0))(outputs, x, y, 3.0, 2.0)[0]
+    valid = tf.sequence_mask(x[features.NUM_SAMPLES], FEATS.num_samples)
+    stft = multi_resolution_stft_loss(y[features.CLEAN_WAVEFORM], outputs[features.OUT_ENHANCED], valid).numpy()
+    assert stft[:2].min() > 0.1  # a term that moves the loss
+    assert float(with_stft - without) == pytest.approx(0.5 * 2.0 * stft[:2].sum() / 2, rel=1e-4)
 
 
 def test_denoise_objective_trains_the_denoiser_and_leaves_the_classifier():
