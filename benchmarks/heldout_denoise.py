@@ -87,8 +87,7 @@ def main():
                 noisy, reference = mixing.mix_at_snr(clean, noise, snr, rng)
                 for ch in heldout_data.CHANNELS:
                     mode = int(rng.integers(len(channel.AMR_NB_KBPS)))
-                    carried = (lambda a: a) if ch == "wideband" else (lambda a: channel.mobile(a, mode))
-                    x, ref = carried(noisy), carried(reference)
+                    x, ref = heldout_data.carry(noisy, ch, mode), heldout_data.carry(reference, ch, mode)
                     seconds += len(x) / features.SAMPLE_RATE
                     for method, enhance in methods.items():
                         enhanced = enhance(x, features.SAMPLE_RATE).astype(np.float32)

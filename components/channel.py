@@ -37,6 +37,13 @@ def _pcm16(audio: np.ndarray) -> bytes:
     return (np.clip(audio, -1.0, 1.0 - 2.0 ** -15) * 32768.0).astype("<i2").tobytes()
 
 
+def _fit(audio: np.ndarray, n: int) -> np.ndarray:
+    """`audio` cut or zero-padded to n samples, float32."""
+    out = np.zeros(n, dtype=np.float32)
+    out[:min(n, len(audio))] = audio[:n]
+    return out
+
+
 def g711(audio: np.ndarray, codec: Codec = "mulaw") -> np.ndarray:
     """`audio` (floats in [-1, 1]) coded to 8-bit G.711 and decoded again."""
     if codec not in CODECS:
@@ -60,10 +67,9 @@ def amr_nb(audio: np.ndarray, mode: int = 7) -> np.ndarray:
         subprocess.run(["sox", coded, *pcm, back], check=True, capture_output=True)
         with open(back, "rb") as f:
             decoded = np.frombuffer(f.read(), dtype="<i2").astype(np.float32) / 32768.0
-    decoded = decoded[AMR_NB_DELAY:]  # aligned with the input, so a clip and its reference line up
-    out = np.zeros(len(audio), dtype=np.float32)  # the codec works in 20-ms frames: same length again
-    out[:min(len(out), len(decoded))] = decoded[:len(out)]
-    return out
+    # Aligned with the input, so a clip and its reference line up; the codec works in 20-ms
+    # frames: cut to the input's length again.
+    return _fit(decoded[AMR_NB_DELAY:], len(audio))
 
 
 def _narrowband(audio: np.ndarray, code) -> np.ndarray:
@@ -71,9 +77,7 @@ def _narrowband(audio: np.ndarray, code) -> np.ndarray:
     narrow = soxr.resample(audio.astype(np.float32), features.SAMPLE_RATE, PHONE_RATE, quality="HQ")
     band = scipy.signal.butter(4, PHONE_BAND_HZ, btype="bandpass", fs=PHONE_RATE, output="sos")
     wide = soxr.resample(code(scipy.signal.sosfilt(band, narrow)), PHONE_RATE, features.SAMPLE_RATE, quality="HQ")
-    out = np.zeros(len(audio), dtype=np.float32)
-    out[:min(len(out), len(wide))] = wide[:len(out)]
-    return out
+    return _fit(wide, len(audio))
 
 
 def telephone(audio: np.ndarray, codec: Codec = "mulaw") -> np.ndarray:

@@ -264,8 +264,9 @@ class EvaluatorConfig:
     eval_split: str = "test"
     # The generalization protocol: a folder of <label>/*.wav with metadata.csv (the folders layout,
     # whatever data.layout says) holding voices, noises and channels the training never sees
-    # (pipeline/heldout_data.py writes one; bash scripts/demo.sh sets it). Read by its own ExampleGen, never trained on, evaluated beside eval_split and reported
-    # (not gated: the Pusher takes one blessing, eval_split's); "" turns it off.
+    # (pipeline/heldout_data.py writes one; bash scripts/demo.sh sets it). Read by its own
+    # ExampleGen, never trained on, evaluated beside eval_split and reported (not gated: the
+    # Pusher takes one blessing, eval_split's); "" turns it off.
     heldout_base: str = ""
     heldout_file_pattern: str = "*/*.wav"
     min_accuracy: Fraction = 0.5  # blessing floor on the eval split's accuracy
@@ -276,7 +277,8 @@ class EvaluatorConfig:
     min_si_snr_improvement_db: Optional[Float] = None
     max_si_snr_regression_db: NonNegative = 0.0
     # Slices reported (not gated): raw or transformed feature names.
-    slice_features: List[str] = dataclasses.field(default_factory=lambda: [features.NOISE_KIND, features.SNR_BUCKET, features.CHANNEL])
+    slice_features: List[str] = dataclasses.field(
+        default_factory=lambda: [features.NOISE_KIND, features.SNR_BUCKET, features.CHANNEL])
 
 
 @dataclasses.dataclass

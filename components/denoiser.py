@@ -108,8 +108,8 @@ def multi_resolution_stft_loss(reference: tf.Tensor, estimate: tf.Tensor, valid:
                                resolutions: Sequence[Tuple[int, int]] = STFT_RESOLUTIONS) -> tf.Tensor:
     """Per-example multi-resolution STFT loss over the valid samples: [B, T] x [B, T] x [B, T]
     0/1 -> [B], the mean over `resolutions` of spectral convergence (||C| - |E||_F / ||C||_F)
-    plus the mean absolute log-magnitude difference over the frames holding valid samples. Written here: the maintained
-    implementations (auraloss) are PyTorch's."""
+    plus the mean absolute log-magnitude difference over the frames holding valid samples.
+    Written here: the maintained implementations (auraloss) are PyTorch's."""
     valid = tf.cast(valid, tf.float32)
     reference, estimate = tf.cast(reference, tf.float32) * valid, tf.cast(estimate, tf.float32) * valid
     losses = []

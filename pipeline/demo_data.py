@@ -134,6 +134,11 @@ def _crowd(rng: np.random.Generator, n: int, talkers: Sequence[np.ndarray]) -> n
     return sum(_babble(rng, n, talkers) for _ in range(4))
 
 
+def at_speech_level(noise: np.ndarray) -> np.ndarray:
+    """A noise recording scaled to SPEECH_RMS (so an SNR is the mixing gain alone), float32."""
+    return (noise / np.sqrt(np.mean(noise ** 2)) * SPEECH_RMS).astype(np.float32)
+
+
 def make_noise(kind: str, seed: int, seconds: float, talkers: Sequence[np.ndarray]) -> np.ndarray:
     rng = np.random.default_rng(seed)
     n = int(seconds * SR)
@@ -141,7 +146,7 @@ def make_noise(kind: str, seed: int, seconds: float, talkers: Sequence[np.ndarra
              "machinery": lambda: _machinery(rng, n), "babble": lambda: _babble(rng, n, talkers),
              "white": lambda: rng.standard_normal(n), "brown": lambda: _brown(rng, n),
              "crowd": lambda: _crowd(rng, n, talkers)}[kind]()
-    return (noise / np.sqrt(np.mean(noise ** 2)) * SPEECH_RMS).astype(np.float32)
+    return at_speech_level(noise)
 
 
 def generate(out: str, noise_out: str, num_speakers: int = 64, words: Sequence[str] = WORDS,

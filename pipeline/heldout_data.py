@@ -36,7 +36,7 @@ import soundfile
 
 from components import audio_io, channel, mixing
 from pipeline import demo_data
-from pipeline.demo_data import SPEECH_RMS, SR, WORDS, trim_and_level
+from pipeline.demo_data import SR, WORDS, at_speech_level, trim_and_level
 
 FLITE_VOICES = ("kal16", "awb", "rms", "slt")
 HELDOUT_VARIANTS = ("Andy", "Annie", "anika", "Michael", "grandpa", "steph")
@@ -106,7 +106,8 @@ def _music(rng: np.random.Generator, n: int) -> np.ndarray:
         length = min(beat, n - start)
         t = np.arange(length) / SR
         envelope = np.minimum(t / 0.01, 1) * np.exp(-t / 0.25)
-        for f0, gain in ((key * 2 ** (rng.choice(scale) / 12), 1.0), (key / 2 * 2 ** (rng.choice(scale[:5]) / 12), 0.6)):
+        melody, bass = key * 2 ** (rng.choice(scale) / 12), key / 2 * 2 ** (rng.choice(scale[:5]) / 12)
+        for f0, gain in ((melody, 1.0), (bass, 0.6)):
             out[start:start + length] += gain * envelope * sum(
                 np.sin(2 * np.pi * f0 * h * t) / h ** 1.5 for h in range(1, 7))
     return out
@@ -128,8 +129,7 @@ _NOISES = {"fan": _fan, "keyboard": _keyboard, "music": _music, "alarm": _alarm}
 
 def make_noise(kind: str, seed: int, seconds: float) -> np.ndarray:
     rng = np.random.default_rng(seed)
-    noise = _NOISES[kind](rng, int(seconds * SR))
-    return (noise / np.sqrt(np.mean(noise ** 2)) * SPEECH_RMS).astype(np.float32)
+    return at_speech_level(_NOISES[kind](rng, int(seconds * SR)))
 
 
 def conditions(utterance: int) -> List[Tuple[str, float, str]]:
@@ -138,6 +138,11 @@ def conditions(utterance: int) -> List[Tuple[str, float, str]]:
     kinds, channels = len(HELDOUT_NOISE_KINDS), len(CHANNELS)
     return [(HELDOUT_NOISE_KINDS[(utterance + j) % kinds], snr, CHANNELS[(utterance // kinds + j) % channels])
             for j, snr in enumerate(SNRS_DB)]
+
+
+def carry(audio: np.ndarray, ch: str, mode: int) -> np.ndarray:
+    """16 kHz `audio` as channel `ch` of CHANNELS delivers it (mobile: AMR-NB at AMR_NB_KBPS[mode])."""
+    return audio if ch == "wideband" else channel.mobile(audio, mode)
 
 
 def _write(out: str, name: str, audio: np.ndarray) -> np.ndarray:
@@ -161,13 +166,9 @@ def generate(out: str, words: Sequence[str] = WORDS, seed: int = 0, workers: int
         stem = f"{word}/{group.replace(':', '_').replace('+', '_')}"
         references = {}
         mode = int(rng.integers(len(channel.AMR_NB_KBPS)))  # the utterance's calls' bit rate
-
-        def carried(audio, ch):
-            return audio if ch == "wideband" else channel.mobile(audio, mode)
-
         for ch in CHANNELS:
             name = f"{stem}__clean_{ch}.wav"
-            references[ch] = _write(out, name, carried(clean, ch))
+            references[ch] = _write(out, name, carry(clean, ch, mode))
             rows.append([name, word, group, "", "", "", ch])
         for kind, snr, ch in conditions(i):
             noise = make_noise(kind, int(rng.integers(2 ** 31)), len(clean) / SR + 1.0)
@@ -175,7 +176,7 @@ def generate(out: str, words: Sequence[str] = WORDS, seed: int = 0, workers: int
             if not np.array_equal(reference, references["wideband"]):
                 raise ValueError(f"{stem} clips at {snr:.1f} dB SNR; lower SPEECH_RMS")
             name = f"{stem}__{kind}_{snr:g}dB_{ch}.wav"
-            _write(out, name, carried(noisy, ch))
+            _write(out, name, carry(noisy, ch, mode))
             rows.append([name, word, group, f"{stem}__clean_{ch}.wav", kind, f"{snr:.2f}", ch])
     with open(os.path.join(out, "metadata.csv"), "w", newline="") as f:
         writer = csv.writer(f)

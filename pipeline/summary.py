@@ -68,6 +68,12 @@ class RunSummary:
     heldout_metrics: Dict[str, float] = dataclasses.field(default_factory=dict)
     heldout_slice_metrics: Dict[str, Dict[str, float]] = dataclasses.field(default_factory=dict)
 
+    def heldout_baseline(self, metric: str) -> Optional[float]:
+        """The latest blessed model's held-out `metric` (TFMA gives the candidate's and the
+        difference), or None without a baseline."""
+        diff = self.heldout_metrics.get(f"{metric}_diff")
+        return None if diff is None else self.heldout_metrics[metric] - diff
+
     def text(self) -> str:
         lines = [f"tfx-audio run {self.run_id}"]
         lines.append("  components: " + ", ".join(f"{k}={v}" for k, v in sorted(self.node_states.items())))
@@ -91,7 +97,7 @@ class RunSummary:
             held = self.heldout_metrics
             lines.append("  in-domain (test) vs held-out: " + ", ".join(
                 f"{m} {self.metrics.get(m, float('nan')):.4g} vs {held[m]:.4g}"
-                + (f" (latest blessed model: {held[m] - held[m + '_diff']:.4g})" if m + "_diff" in held else "")
+                + (f" (latest blessed model: {self.heldout_baseline(m):.4g})" if m + "_diff" in held else "")
                 for m in _SIDE_BY_SIDE if m in held))
             lines += _slice_table("held-out by slice", self.heldout_slice_metrics)
         for check in self.failed_checks:

@@ -150,7 +150,7 @@ def _heldout(run: summary.RunSummary) -> List[Item]:
     held = run.heldout_metrics
     rows = [{"metric": m, "in_domain": round(run.metrics[m], 4) if m in run.metrics else None,
              "heldout": round(held[m], 4),
-             "heldout_baseline": round(held[m] - held[f"{m}_diff"], 4) if f"{m}_diff" in held else None}
+             "heldout_baseline": round(run.heldout_baseline(m), 4) if f"{m}_diff" in held else None}
             for m in _SLICE_COLUMNS if m in held]
     items = [Item("in_domain_vs_heldout", "In-domain (test split) and held-out conditions side by side", rows,
                   caption="held-out: voices, noise kinds and a channel the training never saw "
