@@ -230,7 +230,11 @@ class TrainerConfig:
     clip_norm: Positive = 1.0  # global-norm clipping of the unscaled gradients
     # auto: mixed_float16 on GPU, float32 on CPU
     precision: Literal["auto", "float32", "mixed_float16", "mixed_bfloat16"] = "auto"
-    shuffle_buffer: PositiveInt = 2048  # examples (serialized records: a 10-s noisy/clean pair is 0.64 MB)
+    # The shuffle buffer holds at most shuffle_buffer examples and at most shuffle_buffer_mb of the
+    # split's serialized records (their mean size: a 10-s noisy/clean pair is 0.64 MB, so 256 MB
+    # is 400 of them; a 1-s keyword 32 kB, so the example count caps it first).
+    shuffle_buffer: PositiveInt = 2048
+    shuffle_buffer_mb: PositiveInt = 256
     # What the Trainer keeps in memory across epochs. auto: the featurized examples when they fit
     # cache_budget_mb, else the serialized records when they fit, else nothing (the files are read
     # and featurized every epoch); features | records | none force one.

@@ -8,9 +8,10 @@ WAV bytes: the compact form) and featurizes them batch by batch with the Transfo
 (`num_parallel_calls=AUTOTUNE`). What stays in memory across epochs is decided by size
 (`cache_choice`): the featurized examples when they fit `trainer.cache_budget_mb` (later
 epochs only shuffle, batch and augment), else the serialized records when they fit, else
-nothing (every epoch reads and featurizes the files). Then a seeded shuffle per epoch,
-batches, SpecAugment on the training stream, prefetch. Memory holds at most the budget,
-the shuffle buffer and a few batches, not the corpus; disk holds no float copy of the audio.
+nothing (every epoch reads and featurizes the files). Then a seeded shuffle per epoch in a
+buffer capped in examples and in bytes (`shuffle_examples`), batches, SpecAugment on the
+training stream, prefetch. Memory holds at most the budget, the shuffle buffer and a few
+batches, not the corpus nor the clip length; disk holds no float copy of the audio.
 
 Epoch sizes and the cache decision come from the split sizes the WAV ExampleGen
 records (`split_sizes`), not from a pass over the data.
@@ -106,8 +107,17 @@ def cache_choice(cfg: TrainerConfig, per_example_features: int, *sizes: SplitSiz
     return choice
 
 
+def shuffle_examples(cfg: TrainerConfig, size: SplitSize) -> int:
+    """Examples the training shuffle buffer holds: `trainer.shuffle_buffer`, and no more than
+    `trainer.shuffle_buffer_mb` of the split's records at their mean size, so its memory does
+    not grow with the clip length. A function of the split alone (not of the cache), so every
+    cache choice and a resumed run shuffle alike."""
+    mean_record = max(1, size.bytes // max(1, size.examples))
+    return max(1, min(cfg.shuffle_buffer, cfg.shuffle_buffer_mb * 2 ** 20 // mean_record))
+
+
 def make_dataset(file_patterns: Sequence[str], tf_transform_output: tft.TFTransformOutput, batch_size: int,
-                 cfg: TrainerConfig, training: bool, start_step: int = 0, num_examples: int | None = None,
+                 cfg: TrainerConfig, training: bool, start_step: int = 0, split: SplitSize | None = None,
                  cache: str = "none") -> tf.data.Dataset:
     """(features dict, targets dict) batches; SpecAugment (log-mel) on the training stream only.
     Targets: LABEL_ID, plus CLEAN_WAVEFORM and HAS_CLEAN when the denoiser is on.
@@ -123,8 +133,9 @@ def make_dataset(file_patterns: Sequence[str], tf_transform_output: tft.TFTransf
     and is a function of `cfg.seed` alone: epoch e is shuffled with a seed drawn from
     (seed, e), and the i-th example of epoch e gets SpecAugment masks drawn from
     (seed, e, i). `start_step` (a resumed run's optimizer step) starts it at the batch
-    an uninterrupted run reads at that step: same order, same masks. `num_examples`,
-    the examples per epoch, places that batch (`split_size` when not given)."""
+    an uninterrupted run reads at that step: same order, same masks. `split` (the split's
+    examples per epoch, which place that batch, and its bytes, which size the shuffle buffer:
+    `shuffle_examples`) is `split_size` when not given."""
     if cache not in ("features", "records", "none"):
         raise ValueError(f"cache {cache!r}: expected features, records or none")
     transform = transformer(tf_transform_output, cfg)
@@ -140,13 +151,16 @@ def make_dataset(file_patterns: Sequence[str], tf_transform_output: tft.TFTransf
     if cache != "none":
         examples = examples.cache()
     if training:
-        if start_step and num_examples is None:
-            num_examples = split_size(file_patterns).examples
-        first_epoch, offset = divmod(start_step * batch_size, num_examples) if start_step else (0, 0)
+        split = split or split_size(file_patterns)
+        first_epoch, offset = divmod(start_step * batch_size, split.examples) if start_step else (0, 0)
         if start_step:
             logging.info("Training data resumes at step %d: epoch %d, example %d of %d",
-                         start_step, first_epoch, offset, num_examples)
-        stream = training_stream(examples, cfg, first_epoch, offset)
+                         start_step, first_epoch, offset, split.examples)
+        buffer = shuffle_examples(cfg, split)
+        logging.info("Training shuffle buffer: %d examples (trainer.shuffle_buffer=%d, shuffle_buffer_mb=%d; "
+                     "%d examples of %.0f kB on average)", buffer, cfg.shuffle_buffer, cfg.shuffle_buffer_mb,
+                     split.examples, split.bytes / max(1, split.examples) / 1e3)
+        stream = training_stream(examples, buffer, cfg.seed, first_epoch, offset)
     else:
         stream = examples.map(lambda example: (tf.constant(0, tf.int64), tf.constant(0, tf.int64), example))
     if cache != "features":  # (epoch, index, record) -> (epoch, index, features)
@@ -159,15 +173,16 @@ def make_dataset(file_patterns: Sequence[str], tf_transform_output: tft.TFTransf
     return stream.batch(batch_size).map(finish, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
 
 
-def training_stream(serialized: tf.data.Dataset, cfg: TrainerConfig, first_epoch: int,
+def training_stream(serialized: tf.data.Dataset, buffer: int, seed: int, first_epoch: int,
                     offset: int) -> tf.data.Dataset:
     """(epoch, index in epoch, record): the records of `serialized` (one epoch), epoch after
-    epoch from `first_epoch`, its first `offset` examples skipped; each epoch shuffled."""
-    seed = tf.constant(cfg.seed, tf.int64)
+    epoch from `first_epoch`, its first `offset` examples skipped; each epoch shuffled in a
+    buffer of `buffer` examples with a seed drawn from (`seed`, epoch)."""
+    seed = tf.constant(seed, tf.int64)
 
     def epoch(e):
         shuffle_seed = tf.random.stateless_uniform([], tf.stack([seed, e]), 0, 2 ** 31 - 1, tf.int64)
-        shuffled = serialized.shuffle(cfg.shuffle_buffer, seed=shuffle_seed, reshuffle_each_iteration=False)
+        shuffled = serialized.shuffle(buffer, seed=shuffle_seed, reshuffle_each_iteration=False)
         return shuffled.enumerate().map(lambda i, record: (e, i, record))
 
     return tf.data.Dataset.range(first_epoch, 2 ** 62).flat_map(epoch).skip(offset)

@@ -21,7 +21,7 @@ import tf_keras as keras
 from absl import logging
 from tfx import v1 as tfx
 
-from components import features, progress_lines, resume, train_data, training_loop
+from components import features, memory, progress_lines, resume, train_data, training_loop
 from components.export import export_saved_model
 from components.denoiser import si_snr
 from components.model import build_model, input_keys
@@ -117,7 +117,7 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
         # The data stream starts where the restored step left it (step 0 on a fresh run).
         train_ds = train_data.make_dataset(fn_args.train_files, tf_transform_output, global_batch, tcfg,
                                            training=True, start_step=_number(optimizer.iterations, int),
-                                           num_examples=train_examples, cache=cache)
+                                           split=train_size, cache=cache)
         dist_ds = strategy.experimental_distribute_dataset(train_ds)
         train_step = training_loop.make_train_step(model, optimizer, strategy, dist_ds.element_spec,
                                                    tcfg.batch_size, tcfg.grad_accum_steps, tcfg)
@@ -130,6 +130,10 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
     export_saved_model(model, tf_transform_output, input_keys(tcfg), cfg.features.num_samples,
                        fn_args.serving_model_dir)
     resume.mark(fn_args.model_run_dir, resume.DONE_FILE, "")
+    # The Evaluator and the Pusher run next in this process (LocalDagRunner): free the input
+    # pipeline's buffers for them.
+    del train_ds, dist_ds, eval_ds, train_step, model, optimizer, checkpoint, manager
+    memory.release_freed_memory("Trainer done")
 
 
 def _train(model, optimizer, train_step, dist_ds, eval_ds, manager, log_dir, tcfg, steps_per_epoch,

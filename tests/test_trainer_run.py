@@ -264,6 +264,35 @@ def test_the_input_cache_is_chosen_by_size_and_changes_nothing_but_memory(transf
         tf.io.gfile.glob(fn_args.train_files[0]), compression_type="GZIP"))
 
 
+def test_the_shuffle_buffer_is_capped_in_bytes_so_long_clips_do_not_grow_it(transformed):
+    mb = 2 ** 20
+    cfg = dataclasses.replace(_config().trainer, shuffle_buffer=2048, shuffle_buffer_mb=256)
+    ten_second_pairs = train_data.SplitSize(35000, 35000 * 640_000)  # 0.64 MB a record
+    one_second_keywords = train_data.SplitSize(35000, 35000 * 32_000)
+    assert train_data.shuffle_examples(cfg, ten_second_pairs) == 256 * mb // 640_000  # the bytes cap
+    assert train_data.shuffle_examples(cfg, one_second_keywords) == 2048  # the example cap
+    assert train_data.shuffle_examples(cfg, train_data.SplitSize(10, 10 * 300 * mb)) == 1  # never 0
+
+    # The cap reaches the training stream: records larger than the cap leave a buffer of one,
+    # so the first epoch is the files' order, which the uncapped buffer shuffles.
+    _, input_dict = transformed
+    fn_args = _fn_args(input_dict)
+    tto = tft.TFTransformOutput(input_dict["transform_graph"][0].uri)
+    cfg = dataclasses.replace(cfg, spec_augment=dataclasses.replace(cfg.spec_augment, enabled=False))
+    real = train_data.split_size(fn_args.train_files)
+    in_file_order = np.concatenate([y[features.LABEL_ID].numpy() for _, y in train_data.make_dataset(
+        fn_args.train_files, tto, real.examples, cfg, training=False)])
+
+    def first_epoch(split):
+        x, y = next(iter(train_data.make_dataset(fn_args.train_files, tto, real.examples, cfg, training=True,
+                                                 split=split)))
+        return y[features.LABEL_ID].numpy()
+
+    np.testing.assert_array_equal(first_epoch(train_data.SplitSize(real.examples, real.examples * 300 * mb)),
+                                  in_file_order)
+    assert not np.array_equal(first_epoch(real), in_file_order)
+
+
 def test_an_empty_training_split_is_a_clear_error_not_an_endless_wait(transformed, tmp_path):
     """All of a corpus's groups can hash to one split; the training stream of an empty
     split would wait forever for its first batch."""
