@@ -1,9 +1,10 @@
 """Benchmark: the whole pipeline at two corpus sizes, per component: wall time, peak RSS
 and disk, and the extrapolation to the reference project's 50,000 clips; then the
-WAV ExampleGen's throughput with 1 and 2 DirectRunner workers on the same data.
+WAV ExampleGen's throughput with 1 and 2 DirectRunner workers on the same data, at
+one or more corpus sizes.
 
     .venv/bin/python -m benchmarks.scale [--clips 1000 5000] [--epochs 2] \
-        [--workers-clips 1000] [--work DIR] [--out benchmarks/RESULTS-scale.md]
+        [--workers-clips 1000 5000] [--work DIR] [--out benchmarks/RESULTS-scale.md]
 
 Data: generated 10-s noisy/clean pairs at 16 kHz in the paired layout (a modulated tone
 in noise; speed and memory do not depend on what is said), three labels, speakers by
@@ -138,13 +139,45 @@ def _size_rows(runs: dict) -> list:
     return rows
 
 
+def _workers_rows(work: str, sizes: list, epochs: int) -> list:
+    """The WAV ExampleGen (of `tfx-audio validate`) with 1 and then 2 DirectRunner workers on
+    the same data, per corpus size: its throughput, and with two sizes the marginal rate
+    (the clips between the sizes over the seconds between them), which leaves out what a
+    run costs whatever its size (starting the workers, planning the stages, finalizing)."""
+    rows, walls = [], {}
+    for clips in sizes:
+        base = os.path.join(work, f"pairs{clips}")
+        if not os.path.isdir(base):
+            write_pairs(base, clips)
+        rates = {}
+        for workers in (1, 2):
+            r = run("validate", settings(base, os.path.join(work, f"workers{workers}-{clips}"),
+                                         f"workers{workers}", epochs, workers))
+            eg = r["components"]["WavExampleGen"]
+            walls[clips, workers] = eg["wall_s"]
+            rates[workers] = r["audio_s"] / eg["wall_s"]
+            rows.append(f"- WAV ExampleGen, {workers} DirectRunner worker(s), {clips} clips: "
+                        f"{eg['wall_s']:.0f} s, {rates[workers]:.0f} audio hours per hour, peak RSS "
+                        f"{eg['peak_rss_mb']:.0f} MB")
+        rows.append(f"- {clips} clips: 2 workers against 1: {rates[2] / rates[1]:.2f}x")
+    if len(sizes) > 1:
+        small, large = min(sizes), max(sizes)
+        marginal = {w: (large - small) / max(walls[large, w] - walls[small, w], 1e-9) for w in (1, 2)}
+        fixed = {w: walls[small, w] - small / marginal[w] for w in (1, 2)}
+        rows.append(f"- Marginal rate from {small} to {large} clips: 1 worker {marginal[1]:.1f} clips/s, "
+                    f"2 workers {marginal[2]:.1f} clips/s: {marginal[2] / marginal[1]:.2f}x; "
+                    f"the size-independent part of a run (the line's intercept): {fixed[1]:.0f} s with 1 "
+                    f"worker, {fixed[2]:.0f} s with 2")
+    return rows
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--clips", type=int, nargs="*", default=[1000, 5000],
                         help="corpus sizes for the whole pipeline (none: only the Beam workers comparison)")
     parser.add_argument("--epochs", type=int, default=2)
-    parser.add_argument("--workers-clips", type=int, default=1000,
-                        help="clips for the 1-against-2 Beam workers comparison (0: skip it)")
+    parser.add_argument("--workers-clips", type=int, nargs="*", default=[1000, 5000],
+                        help="corpus sizes for the 1-against-2 Beam workers comparison (none: skip it)")
     parser.add_argument("--work", help="working folder (default: a temporary one)")
     parser.add_argument("--out")
     args = parser.parse_args()
@@ -158,19 +191,7 @@ def main():
         print(f"{clips} clips: {json.dumps(runs[clips])}", flush=True)
     rows = _size_rows(runs) if runs else []
     if args.workers_clips:
-        base = os.path.join(work, f"pairs{args.workers_clips}")
-        if not os.path.isdir(base):
-            write_pairs(base, args.workers_clips)
-        rates = {}
-        for workers in (1, 2):
-            r = run("validate", settings(base, os.path.join(work, f"workers{workers}"), f"workers{workers}",
-                                         args.epochs, workers))
-            eg = r["components"]["WavExampleGen"]
-            rates[workers] = r["audio_s"] / eg["wall_s"]
-            rows.append(f"- WAV ExampleGen, {workers} DirectRunner worker(s), {args.workers_clips} clips: "
-                        f"{eg['wall_s']:.0f} s, {rates[workers]:.0f} audio hours per hour, peak RSS "
-                        f"{eg['peak_rss_mb']:.0f} MB")
-        rows.append(f"- 2 workers against 1: {rates[2] / rates[1]:.2f}x")
+        rows += _workers_rows(work, args.workers_clips, args.epochs)
     rows.append(f"\n{args.epochs} epochs, the demo config otherwise (logmel_cnn with the denoiser, joint objective); "
                 f"{os.cpu_count()} cores, {platform.processor() or platform.machine()}, "
                 f"{psutil.virtual_memory().total / 2 ** 30:.0f} GiB.")
