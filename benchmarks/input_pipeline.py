@@ -167,7 +167,8 @@ def _child(variant: str, examples: str, graph: str, wavs_json: str, epochs: int,
         batches = _python_loop(wavs, feats, cfg.spec_augment.resolved(), batch, cfg.seed)
     elif variant == "tf.data basic":
         transform, augment = train_data.transformer(tto, cfg), train_data.augmenter(cfg)
-        stream = train_data.training_stream(train_data.records(pattern), cfg, 0, 0).batch(batch)
+        buffer = train_data.shuffle_examples(cfg, train_data.split_size(pattern))
+        stream = train_data.training_stream(train_data.records(pattern), buffer, cfg.seed, 0, 0).batch(batch)
         batches = iter(stream.map(lambda e, i, records: train_data.model_io(cfg, augment(e, i, transform(records)))))
     elif variant == "tf.data optimized":
         sizes = [train_data.split_size([os.path.join(examples, f"Split-{split}", "*")]) for split in ("train", "eval")]
@@ -213,11 +214,10 @@ def _train_sources(examples: str, base: str) -> list:
     """The WAV files behind the train split, for the plain loop."""
     import tensorflow as tf
 
-    from components import features
+    from components import features, train_data
 
-    files = tf.io.gfile.glob(os.path.join(examples, "Split-train", "*"))
     sources = []
-    for record in tf.data.TFRecordDataset(files, compression_type="GZIP"):
+    for record in train_data.records([os.path.join(examples, "Split-train", "*")]):
         example = tf.train.Example.FromString(record.numpy())
         sources.append(os.path.join(base, example.features.feature[features.SOURCE].bytes_list.value[0].decode()))
     return sorted(sources)

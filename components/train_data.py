@@ -56,7 +56,11 @@ def records(file_patterns: Iterable[str]) -> tf.data.Dataset:
     Read with TFRecordDataset, not TFX's data accessor: the accessor yields parsed
     tensors, and the compact form to cache and shuffle is the serialized record."""
     files = _files(file_patterns)
-    compression = "GZIP" if all(f.endswith(".gz") for f in files) else ""
+    gzipped = {f.endswith(".gz") for f in files}  # as TFX's readers tell (data.example_compression)
+    if len(gzipped) > 1:
+        raise ValueError(f"{list(file_patterns)} match gzipped (.gz) and uncompressed files alike: "
+                         f"one split's files are written by one ExampleGen run, with one compression")
+    compression = "GZIP" if gzipped == {True} else ""
     return tf.data.TFRecordDataset(files, compression_type=compression, num_parallel_reads=min(len(files), 8))
 
 

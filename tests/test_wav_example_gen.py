@@ -4,6 +4,7 @@ import csv
 import json
 import os
 
+import apache_beam as beam
 import numpy as np
 import pytest
 import soundfile
@@ -13,7 +14,7 @@ from tfx.components.example_gen import utils as example_gen_utils
 from tfx.types import standard_artifacts, standard_component_specs
 from tfx.utils import proto_utils
 
-from components import audio_io, features
+from components import audio_io, features, train_data
 from components.wav_example_gen import WavExampleGen, component
 from components.wav_example_gen import executor as wav_executor
 from components.wav_example_gen import segments
@@ -33,9 +34,8 @@ def _read_examples(uri):
     for split in sorted(os.listdir(uri)):
         if not split.startswith("Split-"):
             continue
-        files = tf.io.gfile.glob(os.path.join(uri, split, "*.gz"))
         out[split[len("Split-"):]] = [tf.train.Example.FromString(r.numpy())
-                                      for r in tf.data.TFRecordDataset(files, compression_type="GZIP")]
+                                      for r in train_data.records([os.path.join(uri, split, "*")])]
     return out
 
 
@@ -167,6 +167,32 @@ def test_examples_carry_16k_mono_pcm16_audio_and_metadata(mixed_folder, tmp_path
     clean = audio_io.decode_to_mono_16k(_value(noisy, features.CLEAN_AUDIO))
     np.testing.assert_allclose(clean, audio_io.decode_to_mono_16k(_value(by_source["no/b.wav"], features.AUDIO)))
     assert _value(by_source["unlabelled.wav"], features.LABEL) == b"yes"
+
+
+def test_examples_are_uncompressed_by_default_or_gzipped_and_tfx_readers_take_either(tmp_path):
+    """data.example_compression: the file names say which; TFX's own reader (TFXIO, as
+    StatisticsGen, Transform and the Evaluator read) and the Trainer's read both alike."""
+    from tfx.components.util import tfxio_utils
+
+    base = tmp_path / "audio"
+    for i in range(4):
+        write_wav(base / "yes" / f"s{i}.wav", tone(0.3, 300 + 40 * i))
+    from apache_beam.testing.util import assert_that, equal_to
+
+    for compression in ("none", "gzip"):
+        out = tmp_path / compression
+        examples = _run_executor(base, out, {"train": 1}, example_compression=compression)
+        files = tf.io.gfile.glob(os.path.join(examples.uri, "Split-train", "*"))
+        assert files and all(f.endswith(".gz") == (compression == "gzip") for f in files)
+        tfxio = tfxio_utils.make_tfxio(os.path.join(examples.uri, "Split-train", "*"), telemetry_descriptors=[],
+                                       payload_format=tfx.proto.PayloadFormat.FORMAT_TF_EXAMPLE)
+        with beam.Pipeline() as pipeline:
+            read = (pipeline | tfxio.BeamSource()
+                    | beam.FlatMap(lambda batch: [s[0].decode() for s in batch.column(features.SOURCE).to_pylist()]))
+            assert_that(read, equal_to([f"yes/s{i}.wav" for i in range(4)]))
+        assert len(_read_examples(examples.uri)["train"]) == 4  # the Trainer's reader (train_data.records)
+    with pytest.raises(ValueError, match=r"example_compression 'zstd': expected one of \('none', 'gzip'\)"):
+        _run_executor(base, tmp_path / "bad", {"train": 1}, example_compression="zstd")
 
 
 def test_too_many_rejects_fail_with_the_file_and_reason(mixed_folder, tmp_path):

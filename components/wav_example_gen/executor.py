@@ -41,7 +41,7 @@ from tfx.types import artifact_utils, standard_component_specs
 from tfx.utils import proto_utils
 
 from components import audio_io, features, progress_lines, snr_metrics
-from components.config import INGEST_OPTIONS, LAYOUTS, SEGMENTATIONS, DataConfig, FeatureConfig
+from components.config import EXAMPLE_COMPRESSIONS, INGEST_OPTIONS, LAYOUTS, SEGMENTATIONS, DataConfig, FeatureConfig
 from components.wav_example_gen import noise_mix, segments
 from components.wav_example_gen import spans as spans_lib
 
@@ -517,8 +517,10 @@ class Executor(BaseExampleGenExecutor):
         hour-long call: 1.5x the peak of a one-minute one, growing with the corpus). Here the
         examples stream from the reading DoFn into the files. The order stays random across
         recordings (the `Reshuffle` of file names before reading); the windows of one recording
-        stay together, which the Trainer's shuffle buffer mixes. Payload: tf.Example,
-        `data_tfrecord-*.gz` in each split's folder, as TFX's own ExampleGens write them.
+        stay together, which the Trainer's shuffle buffer mixes. Payload: tf.Example, in
+        `data_tfrecord-*` in each split's folder (`data.example_compression=gzip`:
+        `data_tfrecord-*.gz`, as TFX's own ExampleGens write them; TFX's readers pick the
+        compression by the name).
         """
         self._log_startup(input_dict, output_dict, exec_properties)
         input_config, output_config = example_gen_pb2.Input(), example_gen_pb2.Output()
@@ -533,12 +535,16 @@ class Executor(BaseExampleGenExecutor):
         if payload not in (None, example_gen_pb2.PayloadFormat.FORMAT_TF_EXAMPLE):
             raise ValueError(f"WAV ExampleGen writes tf.Example only, not payload format {payload}")
         report_dir = exec_properties.get(REPORT_DIR_KEY)
+        compression = ingest_options(exec_properties)["example_compression"]
+        if compression not in EXAMPLE_COMPRESSIONS:
+            raise ValueError(f"data.example_compression {compression!r}: expected one of {EXAMPLE_COMPRESSIONS}")
+        suffix = ".gz" if compression == "gzip" else ""  # Beam's AUTO compression goes by the suffix
         with self._make_beam_pipeline() as pipeline:
             for name, split in self.GenerateExamplesByBeam(pipeline, exec_properties).items():
                 serialized = split | f"Serialize[{name}]" >> beam.ParDo(write_split.MaybeSerialize())
                 _ = serialized | f"Write[{name}]" >> beam.io.WriteToTFRecord(
                     os.path.join(artifact_utils.get_split_uri(artifacts, name),
-                                 write_split.DEFAULT_FILE_NAME), file_name_suffix=".gz")
+                                 write_split.DEFAULT_FILE_NAME), file_name_suffix=suffix)
                 if report_dir:  # the Trainer sizes its epochs and its cache from these, without a pass
                     _ = (serialized
                          | f"Size[{name}]" >> beam.Map(lambda record: (1, len(record)))

@@ -18,7 +18,7 @@ import tensorflow as tf
 from apache_beam.io.filesystems import FileSystems
 from tfx.utils import path_utils
 
-from components import audio_io, features
+from components import audio_io, features, train_data
 from components.config import PipelineConfig
 from components.recording import RecordingModel
 from components.snr_metrics import si_snr_db
@@ -38,8 +38,7 @@ def model_dir(run: summary.RunSummary) -> Optional[str]:
 
 def _test_examples(run: summary.RunSummary) -> Iterator[tf.train.Example]:
     examples = run.artifacts["WavExampleGen"]["examples"][0].uri
-    files = sorted(tf.io.gfile.glob(os.path.join(examples, "Split-test", "*")))
-    for record in tf.data.TFRecordDataset(files, compression_type="GZIP"):
+    for record in train_data.records([os.path.join(examples, "Split-test", "*")]):
         yield tf.train.Example.FromString(record.numpy())
 
 
