@@ -24,3 +24,20 @@ def test_a_held_out_folder_without_clips_is_named_when_the_pipeline_is_built(tmp
                                                         f"output_dir={tmp_path / 'out'}"])
     with pytest.raises(ValueError, match=r"evaluator.heldout_base=.*heldout: no file matches \*/\*.wav"):
         create_pipeline(config)
+
+
+def test_local_runs_name_the_project_setup_file_so_tfx_builds_no_package_before_each_beam_component():
+    """TFX's BaseBeamExecutor packs its own installation into an sdist (15 s here) for Beam
+    workers to install unless a dependency flag is given; the DirectRunner installs nothing."""
+    from tfx.utils import dependency_utils
+
+    from pipeline.local_runner import local_beam_args
+    from pipeline.pipeline import REPO_ROOT
+
+    args = local_beam_args(load_config("pipeline/configs/demo.yaml", []))
+    assert args[-1] == f"--setup_file={REPO_ROOT}/setup.py"
+    assert dependency_utils.make_beam_dependency_flags(args) == args  # TFX adds no --extra_package
+    # The user's own flags stand: another runner, or dependencies already named.
+    for given in (["--runner=DataflowRunner"], ["--runner", "FlinkRunner"], ["--requirements_file=r.txt"],
+                  ["--sdk_container_image=img"]):
+        assert local_beam_args(load_config(None, [f"beam_args=[{', '.join(given)}]"])) == given
