@@ -18,10 +18,13 @@ fi
 rm -rf "$venv"
 "$PY" -m venv "$venv"
 "$venv/bin/python" -m pip install -q --disable-pip-version-check 'uv==0.13.9'
-# uv pip sync installs exactly the pinned, hash-checked set and nothing else.
-"$venv/bin/uv" pip sync -q --python "$venv/bin/python" --require-hashes "$lock"
+# uv pip sync installs exactly the pinned, hash-checked set and nothing else. --compile-bytecode
+# writes every module's .pyc now: where Python may not write them later (PYTHONDONTWRITEBYTECODE=1,
+# or a venv the running user cannot write, as in the image) every process, each Beam worker
+# included, would otherwise compile TensorFlow's and TFX's sources anew (40 s of CPU a worker).
+"$venv/bin/uv" pip sync -q --compile-bytecode --python "$venv/bin/python" --require-hashes "$lock"
 if [ "$mode" = editable ]; then
-  "$venv/bin/uv" pip install -q --python "$venv/bin/python" --no-deps -e .
+  "$venv/bin/uv" pip install -q --compile-bytecode --python "$venv/bin/python" --no-deps -e .
 else
-  "$venv/bin/uv" pip install -q --python "$venv/bin/python" --no-deps .
+  "$venv/bin/uv" pip install -q --compile-bytecode --python "$venv/bin/python" --no-deps .
 fi
