@@ -171,6 +171,17 @@ class SpecAugmentConfig:
 
 
 @dataclasses.dataclass
+class VtlpConfig:
+    """Vocal tract length perturbation of the log-mel features on the training stream
+    (components/vtlp.py, Jaitly & Hinton 2013): formants scaled by a factor drawn per example,
+    pitch and tempo kept. Log-mel backbones only; 0 turns it off (the default)."""
+    probability: Fraction = 0.0
+    factor_range: Annotated[List[Positive], Field(min_length=2, max_length=2)] = dataclasses.field(
+        default_factory=lambda: [0.9, 1.1])
+    boundary_hz: Positive = 4800.0  # the warp's knee: above it, a line to the Nyquist frequency
+
+
+@dataclasses.dataclass
 class Wav2Vec2Config:
     """The transformers Wav2Vec2 backbone (TFWav2Vec2ForSequenceClassification)."""
     # Local directory in save_pretrained layout, or a hub id (needs network). Empty:
@@ -259,6 +270,12 @@ class TrainerConfig:
     # convergence + log-magnitude distance at 3 resolutions, Parallel WaveGAN's), per reference.
     stft_loss_weight: NonNegative = 0.0
     spec_augment: SpecAugmentConfig = dataclasses.field(default_factory=SpecAugmentConfig)
+    vtlp: VtlpConfig = dataclasses.field(default_factory=VtlpConfig)
+    # How the log-mel the model computes from the denoiser's output is normalized per bin: batch
+    # (BatchNormalization alone) or utterance (each clip's mean over its valid frames taken off
+    # first, cepstral mean normalization: a fixed channel's colouring, a phone line's or a
+    # microphone's, adds a constant per bin to the log-mel and is removed; then BatchNormalization).
+    mel_norm: Literal["batch", "utterance"] = "batch"
     augment: AugmentConfig = dataclasses.field(default_factory=AugmentConfig)
     wav2vec2: Wav2Vec2Config = dataclasses.field(default_factory=Wav2Vec2Config)
     denoiser: DenoiserConfig = dataclasses.field(default_factory=DenoiserConfig)
@@ -269,6 +286,10 @@ class TrainerConfig:
         if self.objective != "classify" and not self.denoiser.enabled:
             raise ValueError(f"trainer.objective={self.objective} trains the denoiser: "
                              f"set trainer.denoiser.enabled=true")
+        if self.mel_norm == "utterance" and not (self.denoiser.enabled and self.backbone == "logmel_cnn"):
+            raise ValueError("trainer.mel_norm=utterance normalizes the log-mel the model computes from the "
+                             "denoiser's output (trainer.denoiser.enabled=true, trainer.backbone=logmel_cnn); "
+                             "otherwise the Transform normalizes it per bin over the training split")
 
 
 @dataclasses.dataclass

@@ -19,7 +19,7 @@ import tensorflow as tf
 import tf_keras as keras
 import transformers
 
-from components import features
+from components import features, vtlp
 from components.denoiser import Denoiser
 from components.transform import log_mel, normalize, spec_augment_batch
 from components.config import FeatureConfig, TrainerConfig, Wav2Vec2Config
@@ -105,11 +105,21 @@ def _wav2vec2(cfg: Wav2Vec2Config, num_classes: int, num_samples: int) -> Wav2Ve
     return model
 
 
+def _without_utterance_mean(mel: tf.Tensor, lengths: tf.Tensor, cfg: FeatureConfig) -> tf.Tensor:
+    """[B, frames, bins] log-mel less each clip's per-bin mean over its valid frames (those
+    whose window lies inside its `lengths` samples; at least one): cepstral mean normalization."""
+    valid_frames = tf.maximum(1 + (lengths - cfg.frame_length) // cfg.frame_step, 1)
+    valid = tf.sequence_mask(valid_frames, tf.shape(mel)[1], dtype=mel.dtype)[..., tf.newaxis]
+    mean = tf.reduce_sum(mel * valid, axis=1, keepdims=True) / tf.reduce_sum(valid, axis=1, keepdims=True)
+    return mel - mean
+
+
 class AudioModel(keras.Model):
     """[denoiser ->] backbone. With the denoiser, the enhanced waveform (valid samples
-    only) feeds the backbone: as log-mel computed here (batch-normalized per bin, in
-    place of the Transform's normalization of the noisy audio; SpecAugment when
-    training), or re-normalized per utterance for wav2vec2."""
+    only) feeds the backbone: as log-mel computed here (VTLP when training, each clip's
+    mean removed with `trainer.mel_norm=utterance`, batch-normalized per bin in place of
+    the Transform's normalization of the noisy audio; SpecAugment when training), or
+    re-normalized per utterance for wav2vec2."""
 
     def __init__(self, backbone: keras.Model, backbone_name: str, denoiser: Denoiser | None = None,
                  feature_cfg: FeatureConfig | None = None, trainer_cfg: TrainerConfig | None = None, **kwargs):
@@ -124,13 +134,21 @@ class AudioModel(keras.Model):
 
     def call(self, inputs: Dict[str, tf.Tensor], training: bool = False) -> Dict[str, tf.Tensor]:
         if self.denoiser is None:
-            keys = BACKBONE_INPUTS[self.backbone_name]
-            return {features.LOGITS: self.backbone({k: inputs[k] for k in keys}, training=training)}
+            backbone_inputs = {k: inputs[k] for k in BACKBONE_INPUTS[self.backbone_name]}
+            if training and features.LOG_MEL in backbone_inputs:  # the Transform's normalized log-mel
+                backbone_inputs[features.LOG_MEL] = vtlp.augment(
+                    backbone_inputs[features.LOG_MEL], self.trainer_cfg.vtlp, self.feature_cfg)
+            return {features.LOGITS: self.backbone(backbone_inputs, training=training)}
         waveform, lengths = inputs[features.WAVEFORM], inputs[features.NUM_SAMPLES]
         valid = tf.sequence_mask(lengths, tf.shape(waveform)[1], dtype=tf.float32)
         enhanced = self.denoiser(waveform, training=training) * valid
         if self.backbone_name == "logmel_cnn":
-            mel = self.mel_norm(log_mel(enhanced, self.feature_cfg), training=training)
+            mel = log_mel(enhanced, self.feature_cfg)
+            if training:
+                mel = vtlp.augment(mel, self.trainer_cfg.vtlp, self.feature_cfg)
+            if self.trainer_cfg.mel_norm == "utterance":
+                mel = _without_utterance_mean(mel, lengths, self.feature_cfg)
+            mel = self.mel_norm(mel, training=training)
             augment = self.trainer_cfg.spec_augment
             if training and augment.enabled:
                 mel = spec_augment_batch(mel, augment)
