@@ -43,6 +43,11 @@ MORE_VARIANTS = ("m5", "m6", "m8", "klatt2", "klatt4", "klatt5", "klatt6", "adam
                  "marcelo", "Marco", "Mario", "max", "michel", "miguel", "Mike", "Nguyen", "pablo", "paul",
                  "pedro", "quincy", "rob", "robert", "Storm", "zac", "norbert", "sandro", "shelby", "travis",
                  "victor", "grandma")
+# A second speech engine for the broad set: Festival (Debian festival + festvox-kdlpc16k), its
+# American male diphone voice, at many paces and pitches. Not a held-out voice: the held-out
+# corpus speaks through flite's kal16, awb, rms and slt and espeak-ng's HELDOUT_VARIANTS.
+FESTIVAL_VOICE = "ked_diphone"
+FESTIVAL_SPEAKERS = 16
 # Not rotating machinery with blade or firing harmonics (the held-out fan) nor short clicks
 # (the held-out keyboard): kinds unlike the held-out ones.
 MORE_NOISE_KINDS = ("white", "brown", "crowd")
@@ -55,8 +60,12 @@ BABBLE_TEXT = (
 SPEECH_RMS = 0.05  # clean speech level, about -26 dBFS: mixtures at 0 dB SNR do not clip
 
 
-def speakers(count: int, seed: int, variants: Sequence[str] = VARIANTS) -> List[Tuple[str, str, int, int]]:
-    """(group, voice+variant, words per minute, pitch) for `count` distinct speakers."""
+def speakers(count: int, seed: int, variants: Sequence[str] = VARIANTS,
+             festival: int = 0) -> List[Tuple[str, str, int, int]]:
+    """(group, voice+variant, words per minute, pitch) for `count` distinct espeak-ng speakers,
+    then `festival` speakers of Festival's diphone voice (FESTIVAL_VOICE: a second speech
+    engine, each speaker its own pace and mean pitch in Hz; drawn apart, so the espeak-ng
+    speakers are the same whatever `festival` is)."""
     rng = np.random.default_rng(seed)
     combos = [(v, var) for v in VOICES for var in variants]
     if count > len(combos):
@@ -67,14 +76,34 @@ def speakers(count: int, seed: int, variants: Sequence[str] = VARIANTS) -> List[
         voice, variant = combos[i]
         out.append((f"{voice}+{variant}", f"{voice}+{variant}",
                     int(rng.integers(135, 196)), int(rng.integers(25, 76))))
+    rng = np.random.default_rng([seed, 1])
+    for i in range(festival):
+        out.append((f"festival:{FESTIVAL_VOICE}-{i:02d}", f"festival:{FESTIVAL_VOICE}",
+                    int(rng.integers(135, 196)), int(rng.integers(80, 221))))
     return out
 
 
 def speak(text: str, voice: str, wpm: int, pitch: int) -> np.ndarray:
-    """espeak-ng speech at 16 kHz, silence trimmed, scaled to SPEECH_RMS."""
+    """Speech at 16 kHz, silence trimmed, scaled to SPEECH_RMS: espeak-ng's (pitch 0-99), or
+    Festival's for a `festival:<voice>` (pitch: the mean F0 in Hz; the pace from wpm)."""
+    if voice.startswith("festival:"):
+        return _festival(text, voice[len("festival:"):], wpm, pitch)
     with tempfile.NamedTemporaryFile(suffix=".wav") as tmp:
         subprocess.run(["espeak-ng", "-v", voice, "-s", str(wpm), "-p", str(pitch), "-w", tmp.name, text],
                        check=True, capture_output=True)
+        with open(tmp.name, "rb") as f:
+            return trim_and_level(audio_io.decode_to_mono_16k(f.read()))
+
+
+def _festival(text: str, voice: str, wpm: int, f0_hz: int) -> np.ndarray:
+    """Festival's text2wave with `voice`, stretched to about `wpm` (its voices speak near 165)
+    and its intonation model's mean F0 moved to `f0_hz`."""
+    scheme = (f"(begin (voice_{voice}) (Parameter.set 'Duration_Stretch {165 / wpm:.3f}) "
+              f"(set! int_lr_params '((target_f0_mean {f0_hz}) (target_f0_std {max(10, f0_hz // 7)}) "
+              f"(model_f0_mean 170) (model_f0_std 34))))")
+    with tempfile.NamedTemporaryFile(suffix=".wav") as tmp:
+        subprocess.run(["text2wave", "-o", tmp.name, "-eval", scheme], input=text.encode(), check=True,
+                       capture_output=True)
         with open(tmp.name, "rb") as f:
             return trim_and_level(audio_io.decode_to_mono_16k(f.read()))
 
@@ -152,9 +181,9 @@ def make_noise(kind: str, seed: int, seconds: float, talkers: Sequence[np.ndarra
 def generate(out: str, noise_out: str, num_speakers: int = 64, words: Sequence[str] = WORDS,
              noisy_per_clean: int = 2, snr_range: Tuple[float, float] = (0.0, 20.0), seed: int = 0,
              workers: int = 4, variants: Sequence[str] = VARIANTS,
-             noise_kinds: Sequence[str] = NOISE_KINDS) -> Dict[str, int]:
+             noise_kinds: Sequence[str] = NOISE_KINDS, festival_speakers: int = 0) -> Dict[str, int]:
     """Writes the demo data set; the same arguments always write the same files."""
-    spk = speakers(num_speakers, seed, variants)
+    spk = speakers(num_speakers, seed, variants, festival_speakers)
     jobs = [(w, s) for s in spk for w in words]
     with ThreadPoolExecutor(workers) as pool:  # espeak-ng runs as a subprocess
         clips = list(pool.map(lambda j: speak(j[0], j[1][1], j[1][2], j[1][3]), jobs))
@@ -170,7 +199,7 @@ def generate(out: str, noise_out: str, num_speakers: int = 64, words: Sequence[s
     rng = np.random.default_rng(seed + 1)
     for (word, (group, _, _, _)), clean in zip(jobs, clips):
         os.makedirs(os.path.join(out, word), exist_ok=True)
-        name = group.replace("+", "_")
+        name = group.replace("+", "_").replace(":", "_")
         clean_name = f"{word}/{name}.wav"
         soundfile.write(os.path.join(out, clean_name), clean, SR, subtype="PCM_16")
         rows.append([clean_name, word, group, "", "", ""])
@@ -204,13 +233,17 @@ def main() -> None:
     parser.add_argument("--noisy-per-clean", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--variety", choices=("broad", "classic"), default="broad",
-                        help="broad: MORE_VARIANTS and MORE_NOISE_KINDS too; classic: the first demo's set")
+                        help="broad: MORE_VARIANTS, MORE_NOISE_KINDS and Festival's speakers too; classic: the "
+                             "first demo's set")
+    parser.add_argument("--festival-speakers", type=int, default=FESTIVAL_SPEAKERS,
+                        help="Festival speakers beside the espeak-ng ones (broad variety only)")
     args = parser.parse_args()
     broad = args.variety == "broad"
     counts = generate(args.out, args.noise_out, args.speakers, WORDS[:args.words],
                       args.noisy_per_clean, seed=args.seed,
                       variants=VARIANTS + MORE_VARIANTS if broad else VARIANTS,
-                      noise_kinds=NOISE_KINDS + MORE_NOISE_KINDS if broad else NOISE_KINDS)
+                      noise_kinds=NOISE_KINDS + MORE_NOISE_KINDS if broad else NOISE_KINDS,
+                      festival_speakers=args.festival_speakers if broad else 0)
     print(f"demo data: {counts['files']} files ({counts['clean']} clean, {counts['speakers']} speakers, "
           f"{counts['words']} words) in {args.out}; noise in {args.noise_out}")
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Sets up everything the pipeline and the tests need on a fresh Debian 12/13 machine:
-# system tools (espeak-ng, sox, flite) with apt-get, then a Python 3.10 venv in .venv
+# system tools (espeak-ng, sox, flite, festival) with apt-get, then a Python 3.10 venv in .venv
 # installed from requirements.lock without resolving (scripts/install.sh, which the Dockerfile
 # runs with requirements-runtime.lock). Re-running is cheap: the venv
 # is rebuilt only when the lock file changes.
@@ -11,6 +11,8 @@ need_apt=()
 command -v espeak-ng >/dev/null 2>&1 || need_apt+=(espeak-ng)
 command -v sox >/dev/null 2>&1 || need_apt+=(sox)
 command -v flite >/dev/null 2>&1 || need_apt+=(flite)  # the held-out voices (pipeline/heldout_data.py)
+# Festival's ked diphone voice: the demo's second training speech engine (pipeline/demo_data.py)
+[ -d /usr/share/festival/voices/english/ked_diphone ] || need_apt+=(festival festvox-kdlpc16k)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "setup: installing system packages: ${need_apt[*]}"
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"

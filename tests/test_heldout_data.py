@@ -15,7 +15,12 @@ from pipeline import demo_data, heldout_data
 
 def test_no_held_out_voice_or_noise_kind_is_one_the_training_generates():
     families = {group.split(":")[0] for group, *_ in heldout_data.voices(seed=0)}
-    assert families == {"flite", "espeak"}  # demo_data speaks through espeak-ng only
+    assert families == {"flite", "espeak"}  # demo_data speaks through espeak-ng and Festival, never flite
+    trained = {name for _, name, *_ in demo_data.speakers(64, 0, demo_data.VARIANTS + demo_data.MORE_VARIANTS,
+                                                           festival=demo_data.FESTIVAL_SPEAKERS)}
+    assert not trained & {name for _, name, *_ in heldout_data.voices(seed=0)}
+    assert {n for n in trained if n.startswith("festival:")} == {f"festival:{demo_data.FESTIVAL_VOICE}"}
+    assert not {v.split("_")[0] for v in heldout_data.FLITE_VOICES} & {demo_data.FESTIVAL_VOICE.split("_")[0]}
     variants = {name.split("+")[1] for group, name, *_ in heldout_data.voices(seed=0) if group.startswith("espeak")}
     training = {v.lower() for v in demo_data.VARIANTS + demo_data.MORE_VARIANTS}
     assert variants == set(heldout_data.HELDOUT_VARIANTS)
@@ -71,3 +76,17 @@ def test_the_corpus_lists_every_file_and_its_noisy_clips_are_at_their_snr(tmp_pa
     # Seeded: the same arguments write the same bytes.
     heldout_data.generate(str(tmp_path / "b"), words=("yes", "stop"), voice_count=5)
     assert _files(tmp_path / "a") == _files(tmp_path / "b")
+
+
+def test_festival_speakers_come_after_the_espeak_ones_each_with_its_own_pitch():
+    import librosa
+
+    broad = demo_data.VARIANTS + demo_data.MORE_VARIANTS
+    plain, both = demo_data.speakers(20, 5, broad), demo_data.speakers(20, 5, broad, festival=3)
+    assert both[:20] == plain  # the espeak-ng speakers do not move
+    groups = [group for group, *_ in both[20:]]
+    assert len(set(groups)) == 3 and all(g.startswith("festival:") for g in groups)
+    low, high = (demo_data.speak("left", f"festival:{demo_data.FESTIVAL_VOICE}", 165, f0) for f0 in (90, 200))
+    f0 = [np.nanmedian(librosa.pyin(a.astype(float), fmin=60, fmax=400, sr=demo_data.SR)[0]) for a in (low, high)]
+    assert 75 < f0[0] < 110 and 170 < f0[1] < 230, f0
+    assert np.sqrt(np.mean(low ** 2)) == pytest.approx(demo_data.SPEECH_RMS, rel=1e-3)
