@@ -64,3 +64,22 @@ def test_the_utterance_mean_removes_a_fixed_channel_gain_and_ignores_padding():
     np.testing.assert_allclose(coloured, plain, atol=1e-5)
     np.testing.assert_allclose(plain[0, :20].mean(axis=0), 0.0, atol=1e-5)  # over the valid frames only
     np.testing.assert_allclose(plain[1].mean(axis=0), 0.0, atol=1e-5)
+
+
+@pytest.mark.parametrize("denoiser", [False, True])
+def test_the_model_warps_its_log_mel_when_training_only(monkeypatch, denoiser):
+    from components.config import load_config
+
+    config = load_config(None, ["trainer.backbone=logmel_cnn", "features.clip_seconds=0.5", "trainer.vtlp.probability=1",
+                                f"trainer.denoiser.enabled={str(denoiser).lower()}"])
+    built = model.build_model(config.trainer, config.features, num_classes=3)
+    warped = []
+    real_warp = vtlp.warp
+    monkeypatch.setattr(vtlp, "warp", lambda *a, **k: warped.append(a[1]) or real_warp(*a, **k))
+    n = config.features.num_samples
+    inputs = {features.WAVEFORM: tf.random.normal([2, n]), features.NUM_SAMPLES: tf.constant([n, n], tf.int64),
+              features.LOG_MEL: tf.random.normal([2, config.features.num_frames, config.features.num_mel_bins])}
+    built(inputs, training=False)
+    assert not warped
+    built(inputs, training=True)
+    assert len(warped) == 1 and np.all((warped[0].numpy() >= 0.9) & (warped[0].numpy() <= 1.1))
