@@ -23,7 +23,6 @@ the cache). The plain loop normalizes each clip's mel bins by the clip's own sta
 where the Transform uses the training split's: the same arithmetic per example.
 """
 import argparse
-import contextlib
 import json
 import math
 import os
@@ -154,7 +153,7 @@ def _child(variant: str, examples: str, graph: str, wavs_json: str, epochs: int,
     import tensorflow as tf
     import tensorflow_transform as tft
 
-    from components import memory, train_data
+    from components import train_data
     from components.config import FeatureConfig, TrainerConfig
 
     feats = FeatureConfig(clip_seconds=CLIP_S)
@@ -181,17 +180,8 @@ def _child(variant: str, examples: str, graph: str, wavs_json: str, epochs: int,
                        .map(lambda records: tf.io.parse_example(records, spec)))
     per_epoch = math.ceil(n / batch)
     cores = os.cpu_count()
-    psutil.cpu_percent(percpu=True)
-    # The optimized pipeline runs as in the Trainer, inside memory.keep_freed_memory.
-    with memory.keep_freed_memory() if variant == "tf.data optimized" else contextlib.nullcontext():
-        epochs_out = _epochs(batches, epochs, per_epoch, cores)
-    return {"examples": n, "epochs": epochs_out, "peak_rss_mb": _peak_rss_mb()}
-
-
-def _epochs(batches, epochs: int, per_epoch: int, cores: int) -> list:
-    import psutil
-
     epochs_out = []
+    psutil.cpu_percent(percpu=True)
     for _ in range(epochs):
         usage, start = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
         for _ in range(per_epoch):
@@ -201,7 +191,7 @@ def _epochs(batches, epochs: int, per_epoch: int, cores: int) -> list:
         cpu = after.ru_utime + after.ru_stime - usage.ru_utime - usage.ru_stime
         epochs_out.append({"wall_s": wall, "cpu_share": cpu / (wall * cores),
                            "cores_busy": psutil.cpu_percent(percpu=True)})
-    return epochs_out
+    return {"examples": n, "epochs": epochs_out, "peak_rss_mb": _peak_rss_mb()}
 
 
 def _total_s(result: dict) -> float:

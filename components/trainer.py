@@ -121,9 +121,8 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
         dist_ds = strategy.experimental_distribute_dataset(train_ds)
         train_step = training_loop.make_train_step(model, optimizer, strategy, dist_ds.element_spec,
                                                    tcfg.batch_size, tcfg.grad_accum_steps, tcfg)
-        with memory.keep_freed_memory():  # the batches' buffers reused, not faulted in anew
-            _train(model, optimizer, train_step, dist_ds, eval_ds, manager, fn_args.model_run_dir, tcfg,
-                   steps_per_epoch, total_steps, f"{precision}, {strategy.num_replicas_in_sync} replica(s)")
+        _train(model, optimizer, train_step, dist_ds, eval_ds, manager, fn_args.model_run_dir,
+               tcfg, steps_per_epoch, total_steps, f"{precision}, {strategy.num_replicas_in_sync} replica(s)")
         if precision != "float32":
             model = _float32_copy(model, build)
     finally:

@@ -27,28 +27,3 @@ def test_freed_heap_pages_pinned_under_a_live_chunk_go_back_to_the_system():
         assert before - after > 0.5 * chunk * count
     finally:
         libc.free(top)
-
-
-def _faults_of_cycles(cycles: int = 20, size: int = 16 * 2 ** 20) -> int:
-    """Minor page faults of allocating, touching and freeing a `size` block `cycles` times."""
-    import resource
-
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-    for _ in range(cycles):
-        block = libc.malloc(size)
-        ctypes.memset(block, 1, size)
-        libc.free(block)
-    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
-
-
-@pytest.mark.skipif(not hasattr(libc, "mallopt"), reason="mallopt is glibc's; other libcs have no such call")
-def test_inside_keep_freed_memory_a_freed_batch_buffer_is_reused_not_faulted_in_again():
-    # glibc's default: a 16 MB block is mmapped and unmapped each time (4,096 fresh pages each)
-    libc.mallopt(-3, 128 * 1024)  # M_MMAP_THRESHOLD fixed at its default
-    pages = 16 * 2 ** 20 // 4096
-    assert _faults_of_cycles() > 10 * pages
-    with memory.keep_freed_memory() as active:
-        assert active
-        assert _faults_of_cycles() < 3 * pages  # the first cycle's pages, then reuse
-    assert _faults_of_cycles() > 10 * pages  # glibc's defaults are back
-    memory.release_freed_memory("test")
