@@ -47,7 +47,7 @@ MORE_VARIANTS = ("m5", "m6", "m8", "klatt2", "klatt4", "klatt5", "klatt6", "adam
 # American male diphone voice, at many paces and pitches. Not a held-out voice: the held-out
 # corpus speaks through flite's kal16, awb, rms and slt and espeak-ng's HELDOUT_VARIANTS.
 FESTIVAL_VOICE = "ked_diphone"
-FESTIVAL_SPEAKERS = 16
+FESTIVAL_SPEAKERS = 32
 # Not rotating machinery with blade or firing harmonics (the held-out fan) nor short clicks
 # (the held-out keyboard): kinds unlike the held-out ones.
 MORE_NOISE_KINDS = ("white", "brown", "crowd")
@@ -228,7 +228,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", default="data/demo")
     parser.add_argument("--noise-out", default="data/demo_noise")
-    parser.add_argument("--speakers", type=int, default=64)
+    parser.add_argument("--speakers", type=int, default=160)
     parser.add_argument("--words", type=int, default=len(WORDS), help="first N of the 10 keywords")
     parser.add_argument("--noisy-per-clean", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)

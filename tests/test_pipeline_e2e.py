@@ -125,6 +125,7 @@ def test_pipeline_resumes_after_a_crash_trains_blesses_pushes_and_refuses_a_brok
                  f"evaluator.heldout_base={heldout}",
                  "data.split_buckets={train: 6, eval: 2, test: 2}", "trainer.epochs=30",
                  "trainer.checkpoint_every_steps=20",
+                 "trainer.vtlp.probability=0.0",  # the thresholds' calibration; tests/test_vtlp.py covers VTLP
                  f"evaluator.min_accuracy={MIN_ACCURACY}", f"evaluator.min_si_snr_improvement_db={MIN_SI_SNRI}",
                  "beam_args=[]"]
     config = load_config("pipeline/configs/demo.yaml", overrides)
