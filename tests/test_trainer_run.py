@@ -248,7 +248,7 @@ def test_the_input_cache_is_chosen_by_size_and_changes_nothing_but_memory(transf
     uncached = batches("none")
     for cache in ("records", "features"):
         for (mel, label), (cached_mel, cached_label) in zip(uncached, batches(cache), strict=True):
-            # Same examples, order and masks; featurized in other batches, the float sums may round apart.
+            # Same examples, order and masks; the float sums may round apart between modes.
             np.testing.assert_allclose(cached_mel, mel, rtol=0, atol=1e-4)  # unit-scale features
             np.testing.assert_array_equal(cached_mel == 0, mel == 0)
             np.testing.assert_array_equal(cached_label, label)
