@@ -139,6 +139,32 @@ def test_spec_augment_masks_training_batches_with_fresh_masks_each_epoch_and_nev
     assert _mask_widths(epoch1) != _mask_widths(epoch2)  # new masks drawn in the second epoch
 
 
+def test_each_epoch_evaluates_the_whole_eval_split_once_through_one_iterator(transformed):
+    """The Trainer's per-epoch evaluation reads a repeated dataset through one iterator:
+    every call must cover exactly one pass (a batch too few or too many would shift the
+    next call's), and give what a fresh pass over the split gives."""
+    from components.model import build_model
+    from components.trainer import _make_evaluate
+
+    _, input_dict = transformed
+    fn_args = _fn_args(input_dict)
+    tto = tft.TFTransformOutput(input_dict["transform_graph"][0].uri)
+    config = _config()
+    cfg = config.trainer
+    size = train_data.split_size(fn_args.train_files)  # the train split: more examples than eval's
+    batch = 7
+    assert size.examples % batch, size  # a short last batch, which a miscount would misplace
+    model = build_model(cfg, config.features, tto.vocabulary_size_by_name(features.LABEL_VOCAB))
+    dataset = train_data.make_dataset(fn_args.train_files, tto, batch, cfg, training=False)
+    correct = sum(int(np.sum(np.argmax(model(x, training=False)[features.LOGITS], -1) == y[features.LABEL_ID]))
+                  for x, y in dataset)
+    evaluate = _make_evaluate(model, dataset, size.examples, batch)
+    for _ in range(3):
+        result = evaluate()
+        assert result["eval_examples"] == size.examples
+        assert result["eval_accuracy"] == pytest.approx(correct / size.examples, abs=1e-6)
+
+
 def _stream(fn_args, tto, cfg, batch_size, steps, start_step=0):
     """The examples (log-mel, label) of the first `steps` training batches of a run starting at `start_step`."""
     tf.random.set_seed(cfg.seed)  # as run_fn does
