@@ -101,7 +101,9 @@ def create_pipeline(config: PipelineConfig, pipeline_root: Optional[str] = None,
         schema=configured_schema.outputs["schema"],
         preprocessing_fn=PREPROCESSING_FN,
         splits_config=tfx.proto.SplitsConfig(analyze=["train"]),
-        custom_config=custom_config,
+        # Only what preprocessing_fn reads: TFX keys its cache on custom_config, so a change of the
+        # Trainer's or the Evaluator's settings reuses the Transform's output.
+        custom_config={"config": {"features": custom_config["config"]["features"]}},
         materialize=False,  # the Trainer featurizes the ExampleGen's records (components/train_data.py)
         disable_statistics=True)
     transform.add_upstream_node(nodes.anomalies_gate)  # Transform runs on validated data only

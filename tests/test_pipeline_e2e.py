@@ -219,9 +219,15 @@ def test_pipeline_resumes_after_a_crash_trains_blesses_pushes_and_refuses_a_brok
     # Second run: a deliberately broken model (learning rate 0: the weights stay random).
     # The resolver hands the first run's blessed model to both Evaluators as their baseline;
     # the broken one fails the floors and the comparison, and is not pushed.
-    broken = dataclasses.replace(config, trainer=dataclasses.replace(config.trainer, learning_rate=0.0, epochs=1))
+    # With the cache on, as a retraining with new Trainer settings would run: the data half and
+    # the Transform come from the cache (the Transform is keyed on the feature settings alone).
+    broken = dataclasses.replace(config, enable_cache=True,
+                                 trainer=dataclasses.replace(config.trainer, learning_rate=0.0, epochs=1))
     second = _run(broken, ExitCode.NOT_BLESSED)
-    assert all(state == "COMPLETE" for state in second.node_states.values()), second.node_states
+    reused = {node for node, state in second.node_states.items() if state == "CACHED"}
+    assert reused == cached, second.node_states
+    assert all(second.node_states[node] == "COMPLETE" for node in set(second.node_states) - reused), \
+        second.node_states
     first_model = first.artifacts["Trainer"]["model"][0].uri
     assert second.artifacts["latest_blessed_model_resolver"]["model"][0].uri == first_model
     assert second.inputs["Evaluator"]["baseline_model"][0].uri == first_model

@@ -41,3 +41,18 @@ def test_local_runs_name_the_project_setup_file_so_tfx_builds_no_package_before_
     for given in (["--runner=DataflowRunner"], ["--runner", "FlinkRunner"], ["--requirements_file=r.txt"],
                   ["--sdk_container_image=img"]):
         assert local_beam_args(load_config(None, [f"beam_args=[{', '.join(given)}]"])) == given
+
+
+def test_the_transform_is_keyed_on_the_feature_settings_alone_so_retraining_reuses_it(tmp_path):
+    """TFX's cache keys a component on its exec properties: the Transform's custom_config
+    must change with the features its preprocessing_fn computes, and with nothing else."""
+    from pipeline.pipeline import create_pipeline  # imports TFX
+
+    def transform_config(*overrides):
+        config = load_config("pipeline/configs/demo.yaml", [f"output_dir={tmp_path}", *overrides])
+        transform = next(c for c in create_pipeline(config).components if c.id == "Transform")
+        return transform.exec_properties["custom_config"]
+
+    base = transform_config()
+    assert transform_config("trainer.learning_rate=0.0", "trainer.epochs=1", "evaluator.min_accuracy=0.5") == base
+    assert transform_config("features.num_mel_bins=40") != base
