@@ -42,6 +42,10 @@ FEATURIZE_BATCH = 1
 INTRA_OP_THREADS = 1
 
 
+# The graph-level seed of each epoch's shuffle (training_stream); any fixed value but 0.
+_SHUFFLE_GRAPH_SEED = 87654321
+
+
 class SplitSize(NamedTuple):
     examples: int
     bytes: int  # serialized tf.Example bytes, uncompressed: what an in-memory cache holds
@@ -188,10 +192,14 @@ def training_stream(serialized: tf.data.Dataset, buffer: int, seed: int, first_e
                     offset: int) -> tf.data.Dataset:
     """(epoch, index in epoch, record): the records of `serialized` (one epoch), epoch after
     epoch from `first_epoch`, its first `offset` examples skipped; each epoch shuffled in a
-    buffer of `buffer` examples with a seed drawn from (`seed`, epoch)."""
+    buffer of `buffer` examples with a seed drawn from (`seed`, epoch) and from nothing else."""
     seed = tf.constant(seed, tf.int64)
 
     def epoch(e):
+        # The graph-level seed of this function's graph alone, fixed: the shuffle's seed pair is
+        # (it, the draw below), whatever the process's global seed. (Under a global seed of 0,
+        # TensorFlow's get_seed compares a tensor op seed with 0 as a Python bool, and fails.)
+        tf.random.set_seed(_SHUFFLE_GRAPH_SEED)
         shuffle_seed = tf.random.stateless_uniform([], tf.stack([seed, e]), 0, 2 ** 31 - 1, tf.int64)
         shuffled = serialized.shuffle(buffer, seed=shuffle_seed, reshuffle_each_iteration=False)
         return shuffled.enumerate().map(lambda i, record: (e, i, record))

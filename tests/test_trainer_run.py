@@ -165,6 +165,23 @@ def test_each_epoch_evaluates_the_whole_eval_split_once_through_one_iterator(tra
         assert result["eval_accuracy"] == pytest.approx(correct / size.examples, abs=1e-6)
 
 
+def test_the_training_stream_is_a_function_of_the_trainer_seed_whatever_the_global_seed(transformed):
+    """run_fn sets TensorFlow's global seed to trainer.seed; 0 is a seed users pick."""
+    _, input_dict = transformed
+    fn_args = _fn_args(input_dict)
+    tto = tft.TFTransformOutput(input_dict["transform_graph"][0].uri)
+
+    def labels(cfg, global_seed):
+        tf.random.set_seed(global_seed)
+        ds = train_data.make_dataset(fn_args.train_files, tto, 8, cfg, training=True)
+        return np.concatenate([y[features.LABEL_ID].numpy() for _, y in ds.take(6)])
+
+    cfg = _config(seed=0).trainer
+    order = labels(cfg, 0)
+    np.testing.assert_array_equal(labels(cfg, 12345), order)
+    assert not np.array_equal(labels(dataclasses.replace(cfg, seed=1), 0), order)
+
+
 def _stream(fn_args, tto, cfg, batch_size, steps, start_step=0):
     """The examples (log-mel, label) of the first `steps` training batches of a run starting at `start_step`."""
     tf.random.set_seed(cfg.seed)  # as run_fn does
