@@ -16,4 +16,7 @@ if [ "${#missing[@]}" -gt 0 ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
-exec .venv/bin/python -m pytest -p no:cacheprovider "$@"
+# Two test processes (pytest-xdist), each test file kept in one (its module fixtures built
+# once): one process leaves a 2-core machine half idle, most tests being single-threaded
+# Python, Beam or start-up. TEST_WORKERS=0 runs everything in this process.
+exec .venv/bin/python -m pytest -p no:cacheprovider -n "${TEST_WORKERS:-2}" --dist loadfile "$@"
