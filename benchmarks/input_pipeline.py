@@ -14,8 +14,7 @@ SpecAugment) four ways in one run, each in a fresh process:
         [--wav2vec2 tiny|base] [--out benchmarks/RESULTS-input_pipeline.md]
 
 For each: examples per second, seconds for the epochs, this process's CPU use as a
-share of all cores (first, uncached epoch and overall; the first epoch also split at the
-end of its single-core start-up), peak RSS (the child's VmHWM),
+share of all cores (first, uncached epoch and overall), peak RSS (the child's VmHWM),
 and the ratio to the plain loop. Then the input-wait share of
 the real training step (time blocked on the iterator / step time, the Trainer's
 `input_wait_fraction` scalar) for both backbones, from real pipeline runs
@@ -183,62 +182,16 @@ def _child(variant: str, examples: str, graph: str, wavs_json: str, epochs: int,
     cores = os.cpu_count()
     epochs_out = []
     psutil.cpu_percent(percpu=True)
-    for epoch in range(epochs):
+    for _ in range(epochs):
         usage, start = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
-        sampler = _CpuSampler() if epoch == 0 else None
         for _ in range(per_epoch):
             next(batches)
         wall = time.perf_counter() - start
         after = resource.getrusage(resource.RUSAGE_SELF)
         cpu = after.ru_utime + after.ru_stime - usage.ru_utime - usage.ru_stime
         epochs_out.append({"wall_s": wall, "cpu_share": cpu / (wall * cores),
-                           "cores_busy": psutil.cpu_percent(percpu=True),
-                           **(sampler.split(cores) if sampler else {})})
+                           "cores_busy": psutil.cpu_percent(percpu=True)})
     return {"examples": n, "epochs": epochs_out, "peak_rss_mb": _peak_rss_mb()}
-
-
-def _startup(epoch: dict) -> str:
-    after = epoch["cpu_share_after_startup"]
-    return "never past one core" if math.isnan(after) else f"{epoch['startup_s']:.2f}, {after:.0%}"
-
-
-class _CpuSampler:
-    """This process's CPU time every 50 ms, from now until `split`; `split` divides the span
-    at the end of its start-up (the first 50 ms in which the process used more than one core's
-    worth) into {startup_s, cpu_share_after_startup}: a fixed start-up (functions instantiated
-    and optimized on the first run) apart from the throughput after it."""
-    PERIOD_S = 0.05
-
-    def __init__(self):
-        import threading
-
-        self.samples, self._stop = [self._now()], threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    @staticmethod
-    def _now():
-        usage = resource.getrusage(resource.RUSAGE_SELF)
-        return time.perf_counter(), usage.ru_utime + usage.ru_stime
-
-    def _run(self):
-        while not self._stop.wait(self.PERIOD_S):
-            self.samples.append(self._now())
-
-    def split(self, cores: int) -> dict:
-        self._stop.set()
-        self._thread.join()
-        return split_at_startup(self.samples + [self._now()], cores)
-
-
-def split_at_startup(samples: list, cores: int) -> dict:
-    """(wall s, CPU s) samples -> {startup_s: until the first interval with more than one core
-    busy, cpu_share_after_startup: the CPU share from there to the end (NaN: never)}."""
-    (t0, _), (t_end, c_end) = samples[0], samples[-1]
-    for (ta, ca), (tb, cb) in zip(samples, samples[1:]):
-        if (cb - ca) / max(tb - ta, 1e-9) > 1.0:
-            return {"startup_s": ta - t0, "cpu_share_after_startup": (c_end - ca) / max((t_end - ta) * cores, 1e-9)}
-    return {"startup_s": t_end - t0, "cpu_share_after_startup": float("nan")}
 
 
 def _total_s(result: dict) -> float:
@@ -312,18 +265,15 @@ def main():
     n = results[VARIANTS[0]]["examples"]
     loop_s = _total_s(results["python loop"])
     rows = ["| variant | examples/s | s for %d epochs (median; all runs) | ratio to the loop | CPU share, epoch 1 | "
-            "CPU share, all | cores busy, epoch 1 (system, %%) | epoch 1: start-up s, then CPU share | "
-            "peak RSS MB |" % args.epochs,
-            "| --- |" + " --- |" * 8]
+            "CPU share, all | cores busy, epoch 1 (system, %%) | peak RSS MB |" % args.epochs,
+            "| --- |" + " --- |" * 7]
     for variant, r in results.items():
         total = _total_s(r)
         cpu_all = sum(e["cpu_share"] * e["wall_s"] for e in r["epochs"]) / total
         every = ", ".join(f"{_total_s(t):.2f}" for t in trials[variant])
         rows.append(f"| {variant} | {n * args.epochs / total:.1f} | {total:.2f} ({every}) | {loop_s / total:.2f}x | "
                     f"{r['epochs'][0]['cpu_share']:.0%} | {cpu_all:.0%} | "
-                    f"{', '.join(f'{c:.0f}' for c in r['epochs'][0]['cores_busy'])} | "
-                    f"{_startup(r['epochs'][0])} | "
-                    f"{r['peak_rss_mb']:.0f} |")
+                    f"{', '.join(f'{c:.0f}' for c in r['epochs'][0]['cores_busy'])} | {r['peak_rss_mb']:.0f} |")
     per_epoch = {v: " / ".join(f"{e['wall_s']:.2f}" for e in r["epochs"]) for v, r in results.items()}
     rows += ["", "Per epoch, s (the median runs): " + "; ".join(f"{v} {s}" for v, s in per_epoch.items())]
     rows += ["", "Input wait of the real training step (the Trainer's `input_wait_fraction`: time blocked on "
@@ -336,8 +286,7 @@ def main():
                     f"{r['examples_per_second']:.1f} | {r['wall_s']:.0f} |")
     rows += ["", f"{n} train examples of {CLIP_S:g} s ({args.clips} clips, 70 % in the train split), batch "
              f"{args.batch}; {os.cpu_count()} cores, {platform.processor() or platform.machine()}. CPU share: "
-             f"the process's CPU time / (wall time x cores); the start-up runs until the process first uses "
-             f"more than one core's worth in a {_CpuSampler.PERIOD_S * 1000:.0f} ms sample."]
+             f"the process's CPU time / (wall time x cores)."]
     publish("Input pipeline: plain loop, basic and optimized tf.data, read + parse", "\n".join(rows), args.out)
 
 
