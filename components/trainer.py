@@ -33,7 +33,7 @@ def _make_evaluate(model: keras.Model, dataset: tf.data.Dataset, examples: int, 
     over one pass of `dataset` (`examples` in batches of `batch_size`: one epoch), its compiled
     step traced once.
     One iterator over the dataset repeated serves every call: a new iterator each epoch would
-    instantiate and optimize the input pipeline's functions again, about a second each time.
+    set the input pipeline up again (its functions instantiated and optimized anew).
     The SI-SNR figures use the training loss's tf metric, over examples with a clean
     reference; the Evaluator's are authoritative."""
     iterator, batches = iter(dataset.repeat()), math.ceil(examples / batch_size)
