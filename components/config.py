@@ -230,6 +230,22 @@ class DenoiserConfig:
     mask: Literal["magnitude", "complex"] = "magnitude"
 
 
+@dataclasses.dataclass
+class ContextConfig:
+    """Multi-second sequences for the denoiser (components/context.py): each training batch's clean
+    references, `clips` at a time, joined into one sequence and mixed with one stretch of a noise
+    recording from `noise_base` at an SNR drawn from `snr_db_range`, then through `trainer.augment`;
+    the denoiser's -SI-SNR on them is added to the loss. The keyword windows are 1 s; whole calls
+    are minutes, with a noise that holds for seconds: these sequences are where the denoiser learns
+    to use that. 0 clips turns it off."""
+    clips: Count = 0  # clips joined per sequence (4 one-second clips: a 4-s sequence); divides batch_size
+    weight: NonNegative = 1.0  # of their term, beside the clips' own (both times denoise_weight)
+    noise_base: str = ""  # <noise_base>/<noise kind>/*.wav, the layout of data.noise_base
+    snr_db_range: Annotated[List[Float], Field(min_length=2, max_length=2)] = dataclasses.field(
+        default_factory=lambda: [-5.0, 15.0])
+    max_noise_mb: PositiveInt = 256  # the recordings are held in memory (float32): a clear error past this
+
+
 Objective = Literal["classify", "denoise", "joint"]
 OBJECTIVES = typing.get_args(Objective)
 
@@ -279,6 +295,7 @@ class TrainerConfig:
     augment: AugmentConfig = dataclasses.field(default_factory=AugmentConfig)
     wav2vec2: Wav2Vec2Config = dataclasses.field(default_factory=Wav2Vec2Config)
     denoiser: DenoiserConfig = dataclasses.field(default_factory=DenoiserConfig)
+    context: ContextConfig = dataclasses.field(default_factory=ContextConfig)
 
     def __post_init__(self):
         if self.objective not in OBJECTIVES:
@@ -290,6 +307,19 @@ class TrainerConfig:
             raise ValueError("trainer.mel_norm=utterance normalizes the log-mel the model computes from the "
                              "denoiser's output (trainer.denoiser.enabled=true, trainer.backbone=logmel_cnn); "
                              "otherwise the Transform normalizes it per bin over the training split")
+        if self.context.clips:
+            if self.objective == "classify":
+                raise ValueError("trainer.context trains the denoiser on multi-second sequences: set "
+                                 "trainer.objective to joint or denoise (and trainer.denoiser.enabled=true)")
+            if not self.context.noise_base:
+                raise ValueError("trainer.context.clips > 0 needs trainer.context.noise_base, a folder of "
+                                 "<noise kind>/*.wav noise recordings")
+            if self.batch_size % self.context.clips:
+                raise ValueError(f"trainer.context.clips={self.context.clips} must divide trainer.batch_size="
+                                 f"{self.batch_size}: each replica's batch is joined into whole sequences")
+            low, high = self.context.snr_db_range
+            if low > high:
+                raise ValueError(f"trainer.context.snr_db_range {self.context.snr_db_range}: low above high")
 
 
 @dataclasses.dataclass

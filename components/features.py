@@ -41,6 +41,10 @@ CLEAN_WAVEFORM = "clean_waveform"  # clean reference, normalized like WAVEFORM; 
 HAS_CLEAN = "has_clean"  # 1 where CLEAN_WAVEFORM is a real reference, else 0
 SNR_BUCKET = "snr_bucket"  # input-SNR bucket ("0-5", ...) or NO_REFERENCE; a slicing key
 LABEL_ID = "label_id"
+# The denoiser's multi-second training sequences (components/context.py), made in the Trainer's
+# input pipeline, never written: [B, samples] rows, trainer.context.clips rows to a sequence.
+CONTEXT_NOISY = "context_noisy"
+CONTEXT_CLEAN = "context_clean"
 
 NO_REFERENCE = "no_reference"
 
@@ -55,3 +59,4 @@ OUT_ENHANCED_WAV = "enhanced_wav"  # 16 kHz PCM16 WAV bytes of the enhanced audi
 
 # Output keys of the Keras models (components/model.py).
 LOGITS = "logits"
+OUT_CONTEXT_ENHANCED = "context_enhanced"  # the denoiser's output on CONTEXT_NOISY, joined sequences

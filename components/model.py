@@ -19,7 +19,7 @@ import tensorflow as tf
 import tf_keras as keras
 import transformers
 
-from components import features, vtlp
+from components import context, features, vtlp
 from components.denoiser import Denoiser
 from components.transform import log_mel, normalize, spec_augment_batch
 from components.config import FeatureConfig, TrainerConfig, Wav2Vec2Config
@@ -157,7 +157,11 @@ class AudioModel(keras.Model):
             renormalized = normalize(enhanced, valid)[0]
             logits = self.backbone({features.WAVEFORM: renormalized, features.NUM_SAMPLES: lengths},
                                    training=training)
-        return {features.LOGITS: logits, features.OUT_ENHANCED: enhanced}
+        outputs = {features.LOGITS: logits, features.OUT_ENHANCED: enhanced}
+        if training and features.CONTEXT_NOISY in inputs:  # the multi-second sequences (components/context.py)
+            outputs[features.OUT_CONTEXT_ENHANCED] = self.denoiser(
+                context.join(inputs[features.CONTEXT_NOISY], self.trainer_cfg.context.clips), training=True)
+        return outputs
 
 
 def build_model(cfg: TrainerConfig, feature_cfg: FeatureConfig, num_classes: int) -> AudioModel:

@@ -26,7 +26,7 @@ import tensorflow as tf
 import tensorflow_transform as tft
 from absl import logging
 
-from components import augment as augment_lib, features
+from components import augment as augment_lib, context as context_lib, features
 from components.config import TrainerConfig
 from components.model import input_keys
 from components.transform import spec_augment_batch
@@ -177,7 +177,9 @@ def make_dataset(file_patterns: Sequence[str], tf_transform_output: tft.TFTransf
         stream = examples.map(lambda example: (tf.constant(0, tf.int64), tf.constant(0, tf.int64), example))
     if cache != "features":  # (epoch, index, record) -> (epoch, index, features)
         stream = featurize(stream, lambda epochs, indices, batch: (epochs, indices, transform(batch)))
-    augment = augmenter(cfg) if training else None
+    row_samples = tf_transform_output.transformed_feature_spec()[features.WAVEFORM].shape[0] if (
+        training and cfg.context.clips) else None
+    augment = augmenter(cfg, row_samples) if training else None
 
     def finish(epochs, indices, batch):
         return model_io(cfg, augment(epochs, indices, batch) if augment else batch)
@@ -228,11 +230,12 @@ def transformer(tf_transform_output: tft.TFTransformOutput, cfg: TrainerConfig):
     return transform
 
 
-def augmenter(cfg: TrainerConfig):
+def augmenter(cfg: TrainerConfig, row_samples: int | None = None):
     """(epochs [B], indices [B], featurized batch) -> the batch with SpecAugment on its log-mel
     (when on and the model reads log-mel) and speed, rooms and calls on its waveforms (`trainer.augment`,
-    when the model reads the waveform: components/augment.py); example i of epoch e under the
-    draws of seed (seed, e, i)."""
+    when the model reads the waveform: components/augment.py), plus the denoiser's multi-second
+    sequences (`trainer.context`, components/context.py: `row_samples` is a waveform's length);
+    example i of epoch e under the draws of seed (seed, e, i)."""
     seed = tf.constant(cfg.seed, tf.int64)
     keys = input_keys(cfg)
     masks = cfg.spec_augment.enabled and features.LOG_MEL in keys
@@ -240,13 +243,18 @@ def augmenter(cfg: TrainerConfig):
                                            or cfg.augment.speed_probability > 0)
     rirs = (tf.constant(augment_lib.room_impulse_responses(cfg.augment, cfg.seed))
             if waves and cfg.augment.reverb_probability > 0 else None)
+    sequences = (context_lib.make_sequences(cfg, context_lib.noise_bank(
+        cfg.context.noise_base, cfg.context.clips * row_samples, cfg.context.max_noise_mb), rirs)
+        if cfg.context.clips else None)
 
     def augment(epochs, indices, batch):
-        if not (masks or waves):
+        if not (masks or waves or sequences):
             return batch
         seeds = tf.map_fn(lambda e_i: tf.random.experimental.stateless_fold_in(tf.stack([seed, e_i[0]]), e_i[1]),
                           (epochs, indices), fn_output_signature=tf.TensorSpec([2], tf.int64))
         out = dict(batch)
+        if sequences:  # from the clean references as they came, before this batch's own augmentation
+            out.update(sequences(seeds, batch))
         if masks:
             out[features.LOG_MEL] = spec_augment_batch(batch[features.LOG_MEL], cfg.spec_augment, seeds)
         if waves:
@@ -263,8 +271,13 @@ def augmenter(cfg: TrainerConfig):
 
 
 def model_io(cfg: TrainerConfig, batch: dict):
-    """A featurized batch -> (inputs, targets) as the model and the loss take them."""
+    """A featurized batch -> (inputs, targets) as the model and the loss take them; the
+    denoiser's multi-second sequences, where the batch has them, go in with the inputs (noisy)
+    and the targets (clean)."""
     x = {k: batch[k] for k in input_keys(cfg)}
     y = {k: batch[k] if k == features.CLEAN_WAVEFORM else tf.reshape(batch[k], [-1])
          for k in _keys(cfg) if k not in x}
+    if features.CONTEXT_NOISY in batch:
+        x[features.CONTEXT_NOISY], y[features.CONTEXT_CLEAN] = (
+            batch[features.CONTEXT_NOISY], batch[features.CONTEXT_CLEAN])
     return x, y

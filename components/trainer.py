@@ -175,6 +175,8 @@ def _train(model, optimizer, train_step, dist_ds, evaluate, manager, log_dir, tc
                            "train_accuracy": float(out["correct"]) / max(float(out["count"]), 1.0)}
                 if float(out["with_clean"]):
                     scalars["train_si_snr_db"] = float(out["si_snr_sum"]) / float(out["with_clean"])
+                if float(out["context_count"]):  # the denoiser's multi-second sequences (trainer.context)
+                    scalars["train_context_si_snr_db"] = float(out["context_si_snr_sum"]) / float(out["context_count"])
                 with writer.as_default(step=step):
                     for name, value in scalars.items():
                         tf.summary.scalar(name, value)

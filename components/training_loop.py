@@ -18,7 +18,7 @@ import tensorflow as tf
 import tf_keras as keras
 from transformers.optimization_tf import WarmUp
 
-from components import features
+from components import context, features
 from components.denoiser import multi_resolution_stft_loss, si_snr
 from components.config import TrainerConfig
 
@@ -59,6 +59,10 @@ def build_optimizer(cfg: TrainerConfig, total_steps: int) -> keras.mixed_precisi
     return keras.mixed_precision.LossScaleOptimizer(adamw, dynamic=True)
 
 
+# The loss's sums for logging: SI-SNR over the clips with a reference, and over the multi-second sequences.
+STAT_KEYS = ("si_snr_sum", "with_clean", "context_si_snr_sum", "context_count")
+
+
 def _targets(y):
     """Targets as a dict: plain labels become {LABEL_ID: labels}."""
     return y if isinstance(y, dict) else {features.LABEL_ID: y}
@@ -66,16 +70,27 @@ def _targets(y):
 
 def make_loss(cfg: TrainerConfig):
     """The objective: (model outputs, inputs, targets, global example count, global count of
-    examples with a clean reference) -> (loss, logits, summed SI-SNR of the enhanced audio,
-    examples with a clean reference).
+    examples with a clean reference) -> (loss, logits, {STAT_KEYS: summed SI-SNR of the enhanced
+    audio, examples with a clean reference, and the same over the multi-second sequences}).
 
     Outputs are a model's logits or its dict with LOGITS (and OUT_ENHANCED); targets
     are labels or a dict with LABEL_ID (and CLEAN_WAVEFORM, HAS_CLEAN). The loss is
     mean cross-entropy over the global batch + weight x mean negative SI-SNR over the
-    global batch's examples with a reference: each term is a sum over the replica's
-    (micro-)batch divided by its global count, so replicas and micro-batches add up."""
+    global batch's examples with a reference (+ weight x context.weight x the mean negative SI-SNR
+    over the global batch's multi-second sequences, when the outputs hold them): each term is a
+    sum over the replica's (micro-)batch divided by its global count, so replicas and
+    micro-batches add up."""
     cross_entropy = keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction="none")
     denoise_weight = {"classify": 0.0, "denoise": 1.0, "joint": cfg.denoise_weight}[cfg.objective]
+
+    def denoise_term(reference, enhanced, valid, weights):
+        """(summed -SI-SNR [+ STFT loss] over the weighted examples, summed SI-SNR)."""
+        si_snr_sum = tf.reduce_sum(si_snr(reference, enhanced, valid) * weights)
+        term = -si_snr_sum
+        if cfg.stft_loss_weight:
+            term += cfg.stft_loss_weight * tf.reduce_sum(
+                multi_resolution_stft_loss(reference, enhanced, valid) * weights)
+        return term, si_snr_sum
 
     def loss_fn(outputs, x, y, global_count, global_clean_count):
         outputs = outputs if isinstance(outputs, dict) else {features.LOGITS: outputs}
@@ -84,20 +99,26 @@ def make_loss(cfg: TrainerConfig):
         loss = tf.constant(0.0)
         if cfg.objective != "denoise":
             loss += tf.reduce_sum(cross_entropy(y[features.LABEL_ID], logits)) / global_count
-        si_snr_sum, with_clean = tf.constant(0.0), tf.constant(0.0)
+        stats = {k: tf.constant(0.0) for k in STAT_KEYS}
         if features.OUT_ENHANCED in outputs and features.HAS_CLEAN in y:
             enhanced = outputs[features.OUT_ENHANCED]
             valid = tf.sequence_mask(x[features.NUM_SAMPLES], tf.shape(enhanced)[1])
             has_clean = tf.cast(y[features.HAS_CLEAN], tf.float32)
-            per_example = si_snr(y[features.CLEAN_WAVEFORM], enhanced, valid) * has_clean
-            si_snr_sum, with_clean = tf.reduce_sum(per_example), tf.reduce_sum(has_clean)
+            term, stats["si_snr_sum"] = denoise_term(y[features.CLEAN_WAVEFORM], enhanced, valid, has_clean)
+            stats["with_clean"] = tf.reduce_sum(has_clean)
             if denoise_weight:
-                denoise = -si_snr_sum
-                if cfg.stft_loss_weight:
-                    denoise += cfg.stft_loss_weight * tf.reduce_sum(multi_resolution_stft_loss(
-                        y[features.CLEAN_WAVEFORM], enhanced, valid) * has_clean)
-                loss += denoise_weight * denoise / tf.maximum(global_clean_count, 1.0)
-        return loss, logits, si_snr_sum, with_clean
+                loss += denoise_weight * term / tf.maximum(global_clean_count, 1.0)
+        if features.OUT_CONTEXT_ENHANCED in outputs:  # the multi-second sequences (components/context.py)
+            clips = cfg.context.clips
+            enhanced = tf.cast(outputs[features.OUT_CONTEXT_ENHANCED], tf.float32)
+            # A sequence counts where any of its clips has a reference (a clip without one is silence in it).
+            weights = tf.reduce_max(tf.reshape(tf.cast(y[features.HAS_CLEAN], tf.float32), [-1, clips]), axis=-1)
+            term, stats["context_si_snr_sum"] = denoise_term(
+                context.join(y[features.CONTEXT_CLEAN], clips), enhanced, tf.ones_like(enhanced), weights)
+            stats["context_count"] = tf.reduce_sum(weights)
+            # (over the global batch's sequences, as the clips' term is over its clips)
+            loss += denoise_weight * cfg.context.weight * term / (global_count / clips)
+        return loss, logits, stats
 
     return loss_fn
 
@@ -123,12 +144,11 @@ def make_train_step(model: keras.Model, optimizer: keras.mixed_precision.LossSca
     def micro_step(x, y, global_count, global_clean_count):
         variables = model.trainable_variables
         with tf.GradientTape() as tape:
-            loss, logits, si_snr_sum, with_clean = loss_fn(model(x, training=True), x, y, global_count,
-                                                           global_clean_count)
+            loss, logits, stats = loss_fn(model(x, training=True), x, y, global_count, global_clean_count)
             scaled = optimizer.get_scaled_loss(loss)
         grads = optimizer.get_unscaled_gradients(tape.gradient(scaled, variables))
         correct = tf.reduce_sum(tf.cast(tf.equal(tf.argmax(logits, -1), y[features.LABEL_ID]), tf.float32))
-        return loss, grads, {"correct": correct, "si_snr_sum": si_snr_sum, "with_clean": with_clean}
+        return loss, grads, {"correct": correct, **stats}
 
     def replica_step(x, y):
         y = _targets(y)
@@ -142,7 +162,7 @@ def make_train_step(model: keras.Model, optimizer: keras.mixed_precision.LossSca
             loss, grads, stats = micro_step(x, y, global_count, global_clean_count)
         else:
             loss = tf.constant(0.0)
-            stats = {"correct": tf.constant(0.0), "si_snr_sum": tf.constant(0.0), "with_clean": tf.constant(0.0)}
+            stats = {k: tf.constant(0.0) for k in ("correct",) + STAT_KEYS}
             grads = [tf.zeros_like(v) for v in model.trainable_variables]
             for start in tf.range(0, count, micro_batch):
                 part = tf.nest.map_structure(lambda t: t[start:start + micro_batch], (x, y))

@@ -96,6 +96,11 @@ def create_pipeline(config: PipelineConfig, pipeline_root: Optional[str] = None,
     example_gen, configured_schema = nodes.example_gen, nodes.configured_schema
 
     custom_config = {"config": config.components_dict()}  # rebuilt with PipelineConfig.from_dict
+    if config.trainer.context.clips:  # the denoiser's noise recordings, read by the Trainer wherever it runs
+        noise_base = _absolute(config.trainer.context.noise_base)
+        if "://" not in noise_base and not tf.io.gfile.glob(os.path.join(noise_base, "*", "*.wav")):
+            raise ValueError(f"trainer.context.noise_base={noise_base}: no file matches <noise kind>/*.wav")
+        custom_config["config"]["trainer"]["context"]["noise_base"] = noise_base
     transform = tfx.components.Transform(
         examples=example_gen.outputs["examples"],
         schema=configured_schema.outputs["schema"],

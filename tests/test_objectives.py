@@ -12,7 +12,7 @@ from components import features, training_loop
 from components.denoiser import multi_resolution_stft_loss
 from components.model import build_model, input_keys
 from components.snr_metrics import si_snr_db
-from components.config import DenoiserConfig, FeatureConfig, PipelineConfig, TrainerConfig
+from components.config import ContextConfig, DenoiserConfig, FeatureConfig, PipelineConfig, TrainerConfig
 
 FEATS = FeatureConfig(clip_seconds=0.215, num_mel_bins=16)
 SMALL = DenoiserConfig(enabled=True, channels=16, gru_units=8)
@@ -46,7 +46,8 @@ def test_loss_is_cross_entropy_plus_weighted_negative_si_snr_on_referenced_examp
     assert input_keys(cfg) == (features.WAVEFORM, features.NUM_SAMPLES)
     x, y = _batch()
     outputs = model(x, training=False)
-    loss, _, si_snr_sum, with_clean = training_loop.make_loss(cfg)(outputs, x, y, 3.0, 2.0)
+    loss, _, stats = training_loop.make_loss(cfg)(outputs, x, y, 3.0, 2.0)
+    si_snr_sum, with_clean = stats["si_snr_sum"], stats["with_clean"]
     logits = outputs[features.LOGITS].numpy()
     log_softmax = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
     cross_entropy = -np.mean(log_softmax[np.arange(3), y[features.LABEL_ID].numpy()])
@@ -73,6 +74,40 @@ def test_the_stft_loss_weight_adds_the_multi_resolution_stft_loss_of_referenced_
     stft = multi_resolution_stft_loss(y[features.CLEAN_WAVEFORM], outputs[features.OUT_ENHANCED], valid).numpy()
     assert stft[:2].min() > 0.1  # a term that moves the loss
     assert float(with_stft - without) == pytest.approx(0.5 * 2.0 * stft[:2].sum() / 2, rel=1e-4)
+
+
+def test_multi_second_sequences_add_their_weighted_negative_si_snr_per_sequence():
+    """trainer.context: the rows of CONTEXT_NOISY, 2 to a sequence, go through the denoiser
+    joined; their term is weight x the mean -SI-SNR over the batch's sequences."""
+    tf.random.set_seed(0)
+    cfg = _cfg("joint", denoise_weight=0.5, batch_size=4,
+               context=ContextConfig(clips=2, weight=3.0, noise_base="unused-here"))
+    model = build_model(cfg, FEATS, 3)
+    rng = np.random.default_rng(1)
+    n = FEATS.num_samples
+    clean = rng.standard_normal((4, n)).astype(np.float32)
+    context_clean = rng.standard_normal((4, n)).astype(np.float32)
+    context_noisy = context_clean + 0.5 * rng.standard_normal((4, n)).astype(np.float32)
+    x = {features.WAVEFORM: tf.constant(clean + 1.0), features.NUM_SAMPLES: tf.constant([n] * 4, tf.int64),
+         features.CONTEXT_NOISY: tf.constant(context_noisy)}
+    y = {features.LABEL_ID: tf.constant([0, 1, 2, 0], tf.int64), features.CLEAN_WAVEFORM: tf.constant(clean),
+         features.HAS_CLEAN: tf.constant([1, 1, 1, 1], tf.int64), features.CONTEXT_CLEAN: tf.constant(context_clean)}
+    outputs = model(x, training=True)
+    assert model(x, training=False).keys() == {features.LOGITS, features.OUT_ENHANCED}  # training only
+    joined = outputs[features.OUT_CONTEXT_ENHANCED].numpy()
+    assert joined.shape == (2, 2 * n)
+    loss, _, stats = training_loop.make_loss(cfg)(outputs, x, y, 4.0, 4.0)
+    without = {k: v for k, v in outputs.items() if k != features.OUT_CONTEXT_ENHANCED}
+    base = training_loop.make_loss(cfg)(without, x, y, 4.0, 4.0)[0]
+    si_snrs = [si_snr_db(context_clean[2 * g:2 * g + 2].reshape(-1), joined[g]) for g in (0, 1)]
+    assert float(stats["context_count"]) == 2
+    assert float(stats["context_si_snr_sum"]) == pytest.approx(sum(si_snrs), abs=1e-2)
+    assert float(loss - base) == pytest.approx(0.5 * 3.0 * -sum(si_snrs) / 2, rel=1e-3, abs=1e-3)
+    # The denoiser on the joined sequences, not on each row alone (its BiGRU carries across the join).
+    np.testing.assert_allclose(model.denoiser(tf.reshape(context_noisy, [2, 2 * n]), training=True), joined,
+                               atol=1e-5)
+    rows = model.denoiser(tf.constant(context_noisy), training=True).numpy().reshape(2, 2 * n)
+    assert np.abs(rows - joined).max() > 1e-3
 
 
 def test_denoise_objective_trains_the_denoiser_and_leaves_the_classifier():
