@@ -1,8 +1,12 @@
 """The configuration loader: --set overrides, unknown keys, the round trip through custom_config.
 (The Kubeflow V2 compilation is tested in test_cli.py.)"""
+import os
+
 import pytest
 
 from components.config import PipelineConfig, load_config
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def test_overrides_parse_values_and_unknown_keys_are_named(tmp_path):
@@ -24,6 +28,24 @@ def test_a_held_out_folder_without_clips_is_named_when_the_pipeline_is_built(tmp
                                                         f"output_dir={tmp_path / 'out'}"])
     with pytest.raises(ValueError, match=r"evaluator.heldout_base=.*heldout: no file matches \*/\*.wav"):
         create_pipeline(config)
+
+
+def test_the_trainer_gets_the_context_noise_folder_as_an_absolute_path_checked_when_the_pipeline_is_built(
+        tmp_path, monkeypatch):
+    import json
+
+    from pipeline.pipeline import create_pipeline  # imports TFX
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "noise" / "hum").mkdir(parents=True)
+    overrides = [f"output_dir={tmp_path / 'out'}", "trainer.context.clips=4", "trainer.context.noise_base=noise"]
+    with pytest.raises(ValueError, match=r"trainer.context.noise_base=.*noise: no file matches"):
+        create_pipeline(load_config(f"{REPO}/pipeline/configs/demo.yaml", overrides))
+    (tmp_path / "noise" / "hum" / "hum_0.wav").write_bytes(b"")
+    trainer = next(c for c in create_pipeline(load_config(f"{REPO}/pipeline/configs/demo.yaml", overrides)).components
+                   if c.id == "Trainer")
+    config = json.loads(trainer.exec_properties["custom_config"])["config"]
+    assert config["trainer"]["context"]["noise_base"] == str(tmp_path / "noise")  # read wherever the Trainer runs
 
 
 def test_local_runs_name_the_project_setup_file_so_tfx_builds_no_package_before_each_beam_component():
