@@ -186,6 +186,11 @@ def make_dataset(file_patterns: Sequence[str], tf_transform_output: tft.TFTransf
 
     options = tf.data.Options()
     options.threading.max_intra_op_parallelism = INTRA_OP_THREADS
+    # The training stream starts on iterator creation, not on the first batch asked for: the
+    # Trainer traces its step meanwhile (`trainer._train`), so the featurizing functions'
+    # one-thread start-up and the shuffle buffer's fill overlap the trace. Not the eval
+    # stream: it would take cores from the training's start for batches read an epoch later.
+    options.experimental_warm_start = training
     return (stream.batch(batch_size).map(finish, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
             .with_options(options))
 

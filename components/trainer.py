@@ -153,6 +153,7 @@ def _train(model, optimizer, train_step, dist_ds, evaluate, manager, log_dir, tc
                  sum(int(tf.size(v)) for v in model.trainable_variables))
     step = _number(optimizer.iterations, int)
     batches = iter(dist_ds)  # one iterator for the whole run: its batches cross epoch boundaries
+    train_step.get_concrete_function()  # traced while the (warm-started) input pipeline fills
     while step < total_steps:
         epoch = step // steps_per_epoch
         start, seen = time.time(), 0.0

@@ -139,6 +139,17 @@ def test_spec_augment_masks_training_batches_with_fresh_masks_each_epoch_and_nev
     assert _mask_widths(epoch1) != _mask_widths(epoch2)  # new masks drawn in the second epoch
 
 
+def test_the_training_stream_starts_on_iterator_creation_and_the_eval_stream_on_demand(transformed):
+    # Warm start: the Trainer traces its step while the training stream fills (trainer._train).
+    _, input_dict = transformed
+    fn_args = _fn_args(input_dict)
+    tto = tft.TFTransformOutput(input_dict["transform_graph"][0].uri)
+    cfg = _config().trainer
+    for training in (True, False):
+        ds = train_data.make_dataset(fn_args.train_files, tto, 8, cfg, training=training)
+        assert ds.options().experimental_warm_start is training
+
+
 def test_each_epoch_evaluates_the_whole_eval_split_once_through_one_iterator(transformed):
     """The Trainer's per-epoch evaluation reads a repeated dataset through one iterator:
     every call must cover exactly one pass (a batch too few or too many would shift the
