@@ -13,9 +13,9 @@ the demo config's `features.clip_seconds`).
 
 The test split is the one the pipeline makes: TFX's own hash partition of `group`
 with the demo config's buckets. `bash scripts/demo.sh` now writes the broad data
-(`pipeline.demo_data --variety broad`: more voices and noise kinds); the recorded
-results were measured on the classic data (`--variety classic`), before that change. RNNoise runs at 48 kHz (soxr resampling) and its
-output is delayed by 20 ms; the benchmark removes that delay, and reports the lag
+(`pipeline.datagen.keywords --variety broad`: more voices and noise kinds); the recorded
+results were measured on the classic data (`--variety classic`), before that change. RNNoise runs at
+48 kHz (soxr resampling) and its output is delayed by 20 ms; the benchmark removes that delay, and reports the lag
 cross-correlation finds, as a check.
 """
 import argparse
@@ -24,10 +24,8 @@ import csv
 import io
 import os
 
-import pipeline  # noqa: F401  (TF_USE_LEGACY_KERAS before TensorFlow)
-
-import numpy as np
 import noisereduce
+import numpy as np
 import soundfile
 import soxr
 import tensorflow as tf
@@ -35,9 +33,11 @@ from pyrnnoise import RNNoise
 from tfx import v1 as tfx
 from tfx.components.example_gen.base_example_gen_executor import _PartitionFn
 
+import pipeline  # noqa: F401  (TF_USE_LEGACY_KERAS before TensorFlow)
 from benchmarks.report import publish
-from components import audio_io, features
-from components.snr_metrics import improvement_db, si_snr_db, snr_db
+from components import features
+from components.audio import wav_io as audio_io
+from components.audio.snr import improvement_db, si_snr_db, snr_db
 from components.config import load_config
 
 RNNOISE_RATE = 48000
@@ -158,7 +158,8 @@ def main():
     lines = [f"Demo test split: {len(rows)} noisy clips ({per_kind}), input SNR 0-20 dB, scored on the "
              f"model's window (at most {window} samples). Mean improvement in dB (enhanced vs noisy, against the clean "
              f"reference).{model_note}",
-             f"RNNoise lag found by cross-correlation (median of {len(lags)} clips): {np.median(lags) * 1000:.1f} ms.", "",
+             f"RNNoise lag found by cross-correlation (median of {len(lags)} clips): "
+             f"{np.median(lags) * 1000:.1f} ms.", "",
              "| method | metric | " + " | ".join(kinds) + " | all |",
              "| --- | --- | " + " | ".join("---" for _ in kinds) + " | --- |"]
     for (method, metric_name), by_kind in sorted(scores.items()):

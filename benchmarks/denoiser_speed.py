@@ -18,15 +18,16 @@ import time
 
 os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})  # one core, before TF starts its pools
 
-import pipeline  # noqa: F401,E402  (TF_USE_LEGACY_KERAS before TensorFlow)
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
+import pipeline  # noqa: F401,E402  (TF_USE_LEGACY_KERAS before TensorFlow)
 from benchmarks.denoise_baselines import pushed_model  # noqa: E402
 from benchmarks.report import publish  # noqa: E402
-from components import audio_io, features  # noqa: E402
+from components import features  # noqa: E402
+from components.audio import wav_io as audio_io  # noqa: E402
 from components.config import load_config  # noqa: E402
-from components.denoiser import Denoiser  # noqa: E402
+from components.models.denoiser import Denoiser  # noqa: E402
 
 tf.config.threading.set_intra_op_parallelism_threads(1)
 tf.config.threading.set_inter_op_parallelism_threads(1)

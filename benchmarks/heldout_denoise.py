@@ -4,7 +4,7 @@ against RNNoise and noisereduce.
     .venv/bin/python -m benchmarks.heldout_denoise --model outputs/demo/serving \
         [--out benchmarks/RESULTS-heldout_denoise.md]
 
-Each held-out voice (pipeline/heldout_data.py: flite, and espeak-ng variants the training
+Each held-out voice (pipeline/datagen/heldout.py: flite, and espeak-ng variants the training
 never uses) speaks a few call-center sentences in one recording of several seconds; each
 recording is mixed with each held-out noise kind (fan, keyboard, music, alarm: fresh
 realizations) at 0, 5 and 10 dB, on the wideband channel and through a mobile call
@@ -18,17 +18,18 @@ import collections
 import io
 import time
 
-import pipeline  # noqa: F401  (TF_USE_LEGACY_KERAS before TensorFlow)
-
 import numpy as np
 import soundfile
 import tensorflow as tf
 
-from benchmarks.denoise_baselines import PROJECT, pushed_model, with_project
+import pipeline  # noqa: F401  (TF_USE_LEGACY_KERAS before TensorFlow)
+from benchmarks.denoise_baselines import pushed_model, with_project
 from benchmarks.report import publish
-from components import audio_io, channel, features, mixing
-from components.snr_metrics import improvement_db, si_snr_db, snr_db
-from pipeline import heldout_data
+from components import features
+from components.audio import channel, mixing
+from components.audio import wav_io as audio_io
+from components.audio.snr import improvement_db, si_snr_db, snr_db
+from pipeline.datagen import heldout as heldout_data
 
 SENTENCES = (
     "thank you for calling, how can I help you today",

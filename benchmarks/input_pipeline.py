@@ -5,7 +5,7 @@ SpecAugment) four ways in one run, each in a fresh process:
 - `python loop`: soundfile + librosa + numpy over the WAV files, as the reference did;
 - `tf.data basic`: the Trainer's own stream, Transform graph and SpecAugment, with a
   sequential map, no cache, no prefetch;
-- `tf.data optimized`: `components.train_data.make_dataset` as the Trainer runs it, with
+- `tf.data optimized`: `components.training.input_pipeline.make_dataset` as the Trainer runs it, with
   the cache the Trainer chooses (`cache_choice`: here the featurized examples, which fit
   the default budget), batches featurized in a parallel map (AUTOTUNE), prefetch;
 - `read + parse`: the records read and parsed, no feature work: the ceiling.
@@ -33,10 +33,10 @@ import sys
 import tempfile
 import time
 
-import pipeline  # noqa: F401  (TF_USE_LEGACY_KERAS before TensorFlow)
 import numpy as np
 import soundfile
 
+import pipeline  # noqa: F401  (TF_USE_LEGACY_KERAS before TensorFlow)
 from benchmarks.report import publish
 
 RATE, CLIP_S, LABELS = 16000, 10.0, ("alarm", "speech", "machine")
@@ -81,8 +81,8 @@ def overrides(base: str, out: str, backbone: str, wav2vec2: str) -> list:
 
 def run_pipeline(settings: list) -> dict:
     """One real pipeline run; the Trainer's artifacts and its mean input-wait share."""
-    from tensorboard.backend.event_processing import event_accumulator
     import tensorflow as tf
+    from tensorboard.backend.event_processing import event_accumulator
 
     from components.config import load_config
     from pipeline import local_runner
@@ -153,8 +153,8 @@ def _child(variant: str, examples: str, graph: str, wavs_json: str, epochs: int,
     import tensorflow as tf
     import tensorflow_transform as tft
 
-    from components import train_data
     from components.config import FeatureConfig, TrainerConfig
+    from components.training import input_pipeline as train_data
 
     feats = FeatureConfig(clip_seconds=CLIP_S)
     cfg = TrainerConfig(backbone="logmel_cnn", batch_size=batch, grad_accum_steps=1)
@@ -218,7 +218,8 @@ def _train_sources(examples: str, base: str) -> list:
     """The WAV files behind the train split, for the plain loop."""
     import tensorflow as tf
 
-    from components import features, train_data
+    from components import features
+    from components.training import input_pipeline as train_data
 
     sources = []
     for record in train_data.records([os.path.join(examples, "Split-train", "*")]):
@@ -232,7 +233,8 @@ def main():
     parser.add_argument("--clips", type=int, default=300)
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--batch", type=int, default=32)
-    parser.add_argument("--repeats", type=int, default=3, help="runs of each variant (interleaved); the median is reported")
+    parser.add_argument("--repeats", type=int, default=3,
+                        help="runs of each variant (interleaved); the median is reported")
     parser.add_argument("--wav2vec2", choices=("tiny", "base"), default="tiny",
                         help="the wav2vec2 shape for the input-wait run (random weights)")
     parser.add_argument("--work", help="working folder (default: a temporary one)")

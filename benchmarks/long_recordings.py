@@ -1,6 +1,6 @@
 """Benchmark: peak memory and speed of a long recording against a short one, through
 the WAV ExampleGen (its real executor on Beam's DirectRunner) and through
-whole-recording inference (`components.recording` on a pushed model: the classifier
+whole-recording inference (`components.serving.recording` on a pushed model: the classifier
 over windows, the denoiser in overlap-added chunks).
 
     .venv/bin/python -m benchmarks.long_recordings --model outputs/calls/serving \
@@ -13,7 +13,7 @@ project's window, `production.yaml`). Paths: `examplegen`, the whole executor (T
 write step reshuffles, and the DirectRunner holds a shuffle in memory, so its peak
 includes the recording's examples); `dofn`, the per-recording DoFn alone, its
 examples passed on as a Beam worker streams them (the worker's memory); `serve`,
-`components.recording`. Each measurement runs in a fresh process; its peak RSS is
+`components.serving.recording`. Each measurement runs in a fresh process; its peak RSS is
 the kernel's figure for that process (wait4's ru_maxrss).
 """
 import argparse
@@ -47,8 +47,8 @@ def _child_examplegen(recording: str, work: str) -> dict:
     from tfx.types import standard_artifacts, standard_component_specs
     from tfx.utils import proto_utils
 
-    from components.wav_example_gen import WavExampleGen
-    from components.wav_example_gen import executor as wav_executor
+    from components.ingest import WavExampleGen
+    from components.ingest import executor as wav_executor
 
     base = os.path.join(work, "input")
     os.makedirs(os.path.join(base, "call"), exist_ok=True)
@@ -72,18 +72,19 @@ def _child_examplegen(recording: str, work: str) -> dict:
 def _child_dofn(recording: str) -> dict:
     """The ExampleGen's per-recording DoFn alone, its examples passed on (and dropped) as a
     streaming Beam worker passes them downstream: the worker's share of the memory."""
-    from components.config import DataConfig, INGEST_OPTIONS
-    from components.wav_example_gen import executor as wav_executor
+    from components.config import INGEST_OPTIONS, DataConfig
+    from components.ingest import report as ingest_report
+    from components.ingest import windows
 
     options = {name: getattr(DataConfig(), name) for name in INGEST_OPTIONS}
     options.update(segment_s=10.0, hop_s=10.0, min_segment_s=1.0)
-    dofn = wav_executor._ToExamples(os.path.dirname(recording), options)
+    dofn = windows.ToExamples(os.path.dirname(recording), options)
     dofn.setup()  # as Beam does before the first element
     start, count, rejected = time.time(), 0, []
     meta = [{"label": "call"}]
     for output in dofn.process((os.path.basename(recording), {"file": [True], "meta": meta, "spans": []})):
         count += not hasattr(output, "tag")
-        if getattr(output, "tag", None) == wav_executor.REJECTS_TAG:
+        if getattr(output, "tag", None) == ingest_report.REJECTS_TAG:
             rejected.append(output.value)
     if rejected or not count:
         raise RuntimeError(f"the DoFn made no example: {rejected}")
@@ -91,7 +92,7 @@ def _child_dofn(recording: str) -> dict:
 
 
 def _child_serve(recording: str, work: str, model: str) -> dict:
-    from components.recording import RecordingModel
+    from components.serving.recording import RecordingModel
 
     loaded = RecordingModel(model)
     start = time.time()
@@ -105,13 +106,13 @@ def _child_serve(recording: str, work: str, model: str) -> dict:
 
 def _child_oneshot(recording: str, work: str, model: str) -> dict:
     """Chunked against one-shot enhancement on the trained model: `denoise_wav` over the
-    whole recording at once against `components.recording`'s chunks (short recordings only)."""
+    whole recording at once against `components.serving.recording`'s chunks (short recordings only)."""
     import io
 
     import tensorflow as tf
 
-    from components import audio_io
-    from components.recording import RecordingModel
+    from components.audio import wav_io as audio_io
+    from components.serving.recording import RecordingModel
 
     loaded = RecordingModel(model)
     loaded.denoise(recording, os.path.join(work, "chunked.wav"))
@@ -128,7 +129,7 @@ def _measure(kind: str, recording: str, model: str) -> dict:
     """Runs one measurement in a fresh process; returns its output and peak RSS."""
     with tempfile.TemporaryDirectory() as work:
         out_path = os.path.join(work, "result.json")
-        with open(out_path, "w") as out:
+        with open(out_path, "w"):
             proc = subprocess.Popen([sys.executable, "-m", "benchmarks.long_recordings", "--child", kind,
                                      "--recording", recording, "--work", work, "--model", model or "",
                                      "--result", out_path], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)

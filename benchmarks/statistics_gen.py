@@ -34,11 +34,12 @@ def _join(dirs, out):
 
 
 def child(examples_uri, out, mode, workers, options):
-    import pipeline  # noqa: F401  (sets TF_USE_LEGACY_KERAS before TF loads)
     from absl import logging
     from tfx.components.statistics_gen import executor as stats_executor
     from tfx.dsl.components.base import base_beam_executor
     from tfx.types import artifact_utils, standard_artifacts, standard_component_specs
+
+    import pipeline  # noqa: F401  (sets TF_USE_LEGACY_KERAS before TF loads)
 
     logging.set_verbosity(logging.INFO)
     splits = sorted(d[len("Split-"):] for d in os.listdir(examples_uri) if d.startswith("Split-"))

@@ -11,14 +11,15 @@ import os
 import platform
 import time
 
-import pipeline  # noqa: F401  (TF_USE_LEGACY_KERAS before TensorFlow)
 import numpy as np
 import tensorflow as tf
 
+import pipeline  # noqa: F401  (TF_USE_LEGACY_KERAS before TensorFlow)
 from benchmarks.report import publish
-from components import features, training_loop
-from components.model import build_model, input_keys
+from components import features
 from components.config import FeatureConfig, TrainerConfig, Wav2Vec2Config
+from components.models.model import build_model, input_keys
+from components.training import loop as training_loop
 
 TINY = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
             conv_dim=(32, 32, 32), conv_kernel=(8, 3, 3), conv_stride=(4, 2, 2),
@@ -93,7 +94,8 @@ def main():
     table = "\n".join([
         f"Machine: {os.cpu_count()} CPUs, {platform.processor() or platform.machine()}, TF {tf.__version__}, float32.",
         f"Median of {args.rounds} interleaved rounds of {args.steps} steps, after one warm-up step each.", "",
-        "| backbone | trainable params | batch | compiled ex/s | eager ex/s | compiled/eager | traces (compiled, whole run) |",
+        "| backbone | trainable params | batch | compiled ex/s | eager ex/s | compiled/eager "
+        "| traces (compiled, whole run) |",
         "| --- | --- | --- | --- | --- | --- | --- |", *rows])
     publish("Training step: compiled vs eager", table, args.out)
 

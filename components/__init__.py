@@ -1,4 +1,6 @@
-"""tfx-audio components: the WAV ExampleGen and the module code TFX loads."""
+"""tfx-audio components, one subpackage per pipeline stage (ingest, validation, transform, training,
+models, evaluation, serving) over `audio`; `config` and `features` are the settings and the keys
+every stage shares."""
 import os
 
 # One Keras (tf_keras) everywhere; must precede the first TensorFlow import.

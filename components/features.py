@@ -19,7 +19,7 @@ SEGMENT_INDEX = "segment_index"  # the window's position among the recording's e
 NOISE_KIND = "noise_kind"
 SNR_DB = "snr_db"
 CHANNEL = "channel"  # how the audio reached the recorder, e.g. "phone" (metadata.csv); a slicing key
-# Audio statistics of the window as the file holds it (components/audio_stats.py).
+# Audio statistics of the window as the file holds it (components/audio/stats.py).
 CLIPPING_RATIO = "clipping_ratio"  # fraction of samples at full scale
 RMS_DBFS = "rms_dbfs"  # level, dB relative to full scale
 DC_OFFSET = "dc_offset"  # mean sample value
@@ -27,6 +27,17 @@ SILENCE_FRACTION = "silence_fraction"  # fraction of 10-ms frames under -60 dBFS
 SOURCE_SAMPLE_RATE = "source_sample_rate"  # the file's own rate, before conversion to 16 kHz
 SOURCE_CHANNELS = "source_channels"  # the file's channels, before the mono mix
 AUDIO_STATS = (CLIPPING_RATIO, RMS_DBFS, DC_OFFSET, SILENCE_FRACTION, SOURCE_SAMPLE_RATE, SOURCE_CHANNELS)
+
+# metadata.csv (audiofolder style, a row per file: its label and the rest) and segments.csv (a row per
+# labelled span); the ExampleGen reads them, the data generators write them. The columns that become
+# features carry the feature's key.
+FILE_NAME = "file_name"  # the file's path under input_base
+CLEAN_FILE_NAME = "clean_file_name"  # its clean reference's path under input_base
+START_S, END_S = "start_s", "end_s"  # a span's bounds, seconds from the recording's start
+METADATA_COLUMNS = (FILE_NAME, LABEL, GROUP, CLEAN_FILE_NAME, NOISE_KIND, SNR_DB, CHANNEL)
+METADATA_REQUIRED = (FILE_NAME, LABEL)
+SEGMENT_COLUMNS = (FILE_NAME, START_S, END_S, LABEL)
+NOISY_DIR, CLEAN_DIR = "noisy/", "clean/"  # the paired layout's folders (data.layout=paired)
 
 # Optional raw features: absent from some examples.
 OPTIONAL_KEYS = (CLEAN_AUDIO, NOISE_KIND, SNR_DB, CHANNEL)
@@ -41,7 +52,7 @@ CLEAN_WAVEFORM = "clean_waveform"  # clean reference, normalized like WAVEFORM; 
 HAS_CLEAN = "has_clean"  # 1 where CLEAN_WAVEFORM is a real reference, else 0
 SNR_BUCKET = "snr_bucket"  # input-SNR bucket ("0-5", ...) or NO_REFERENCE; a slicing key
 LABEL_ID = "label_id"
-# The denoiser's multi-second training sequences (components/context.py), made in the Trainer's
+# The denoiser's multi-second training sequences (components/training/context.py), made in the Trainer's
 # input pipeline, never written: [B, samples] rows, trainer.context.clips rows to a sequence.
 CONTEXT_NOISY = "context_noisy"
 CONTEXT_CLEAN = "context_clean"
@@ -57,6 +68,6 @@ OUT_LABEL = "label"
 OUT_ENHANCED = "enhanced"  # [B, samples] enhanced WAVEFORM (denoiser on), normalized scale
 OUT_ENHANCED_WAV = "enhanced_wav"  # 16 kHz PCM16 WAV bytes of the enhanced audio (serve_wav)
 
-# Output keys of the Keras models (components/model.py).
+# Output keys of the Keras models (components/models/model.py).
 LOGITS = "logits"
 OUT_CONTEXT_ENHANCED = "context_enhanced"  # the denoiser's output on CONTEXT_NOISY, joined sequences

@@ -13,12 +13,11 @@ from __future__ import annotations
 import json
 
 from google.protobuf import json_format
-
-import pipeline  # noqa: F401  (sets TF_USE_LEGACY_KERAS before TensorFlow loads)
 from kfp.pipeline_spec import pipeline_spec_pb2
 from tfx import v1 as tfx
 from tfx.dsl.components.base import base_component
 
+import pipeline  # noqa: F401  (sets TF_USE_LEGACY_KERAS before TensorFlow loads)
 from components.config import PipelineConfig, Resources
 from pipeline.pipeline import create_pipeline
 

@@ -13,10 +13,10 @@ import sys
 import time
 from typing import Optional, Tuple
 
-import pipeline  # noqa: F401  (sets TF_USE_LEGACY_KERAS before TensorFlow loads)
 from absl import logging
 from tfx import v1 as tfx
 
+import pipeline  # noqa: F401  (sets TF_USE_LEGACY_KERAS before TensorFlow loads)
 from components.config import PipelineConfig
 from pipeline import metadata, outcome, progress, summary
 from pipeline.pipeline import REPO_ROOT, create_pipeline, validated_data
@@ -88,7 +88,7 @@ def run(config: PipelineConfig, validate_only: bool = False, verbose: bool = Fal
     After a run that did not finish (a crash, a kill, a failed component), the cache is on
     for this run: the components that completed are reused when their inputs and settings
     are the same, and the Trainer resumes from the stopped execution's last checkpoint
-    (components/resume.py). `resume=False` (--fresh) runs everything anew."""
+    (components/training/resume.py). `resume=False` (--fresh) runs everything anew."""
     config.output_dir = os.path.abspath(config.output_dir)
     os.makedirs(config.output_dir, exist_ok=True)
     progress.quiet_logs(verbose)
@@ -120,7 +120,3 @@ def run(config: PipelineConfig, validate_only: bool = False, verbose: bool = Fal
     print(f"exit code {int(code)} ({code.name.lower().replace('_', ' ')})", flush=True)
     return code, run_summary
 
-
-if __name__ == "__main__":
-    from pipeline import cli
-    sys.exit(cli.main(["run", *sys.argv[1:]]))

@@ -11,11 +11,25 @@ _DONE = ("COMPLETE", "CACHED")
 
 
 class ExitCode(enum.IntEnum):
-    OK = 0  # run: the model was blessed and pushed; validate: the data passed; other verbs: done
-    FAILED = 1  # a component or the command failed (the message says which and why)
-    BAD_CONFIG = 2  # the configuration or the command line is invalid (argparse uses 2 too)
-    ANOMALIES = 3  # the data failed validation: AnomaliesGate stopped the run (validation.on_anomalies=fail)
-    NOT_BLESSED = 4  # trained and evaluated, but the Evaluator's checks failed: nothing pushed
+    """Each code with what it means; the CLI's --help, the README and the retraining workflow show
+    `describe()` (tests/test_docs.py checks they do)."""
+
+    def __new__(cls, value: int, meaning: str):
+        member = int.__new__(cls, value)
+        member._value_ = value
+        member.meaning = meaning
+        return member
+
+    OK = 0, "done (run: the model was blessed and pushed; validate: the data passed)"
+    FAILED = 1, "a component or the command failed (the message says which and why)"
+    BAD_CONFIG = 2, "the configuration or the command line is invalid"
+    ANOMALIES = 3, "the data failed validation: nothing was trained (validation.on_anomalies=fail)"
+    NOT_BLESSED = 4, "trained and evaluated, but the Evaluator's checks failed: nothing was pushed"
+
+
+def describe() -> str:
+    """The exit codes in one line each: `0 done (...)`."""
+    return "\n".join(f"{int(code)} {code.meaning}" for code in ExitCode)
 
 
 def of_run(run: "RunSummary", crashed: bool, validate_only: bool = False) -> ExitCode:

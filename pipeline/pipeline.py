@@ -17,14 +17,15 @@ import tensorflow_data_validation as tfdv
 from ml_metadata.proto import metadata_store_pb2
 from tfx import v1 as tfx
 
-from components import features, schema
-from components.evaluator import HELDOUT_SPLIT, make_eval_config
-from components.wav_example_gen import WavExampleGen
+from components import features
 from components.config import PipelineConfig
+from components.evaluation.evaluator import HELDOUT_SPLIT, make_eval_config
+from components.ingest import WavExampleGen
+from components.validation import schema
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PREPROCESSING_FN = "components.transform.preprocessing_fn"
-RUN_FN = "components.trainer.run_fn"
+PREPROCESSING_FN = "components.transform.preprocessing.preprocessing_fn"
+RUN_FN = "components.training.trainer.run_fn"
 
 
 def _absolute(path: str) -> str:
@@ -91,7 +92,6 @@ def create_pipeline(config: PipelineConfig, pipeline_root: Optional[str] = None,
                     metadata_connection_config: Optional[metadata_store_pb2.ConnectionConfig] = None,
                     beam_pipeline_args: Optional[List[str]] = None) -> tfx.dsl.Pipeline:
     """The pipeline for `config`; runners pass their own root, MLMD connection and Beam flags."""
-    data = config.data
     nodes = validated_data(config)
     example_gen, configured_schema = nodes.example_gen, nodes.configured_schema
 
@@ -109,7 +109,7 @@ def create_pipeline(config: PipelineConfig, pipeline_root: Optional[str] = None,
         # Only what preprocessing_fn reads: TFX keys its cache on custom_config, so a change of the
         # Trainer's or the Evaluator's settings reuses the Transform's output.
         custom_config={"config": {"features": custom_config["config"]["features"]}},
-        materialize=False,  # the Trainer featurizes the ExampleGen's records (components/train_data.py)
+        materialize=False,  # the Trainer featurizes the ExampleGen's records (components/training/input_pipeline.py)
         disable_statistics=True)
     transform.add_upstream_node(nodes.anomalies_gate)  # Transform runs on validated data only
 
@@ -141,8 +141,8 @@ def create_pipeline(config: PipelineConfig, pipeline_root: Optional[str] = None,
         if "://" not in heldout_base and not tf.io.gfile.glob(os.path.join(heldout_base,
                                                                               config.evaluator.heldout_file_pattern)):
             raise ValueError(f"evaluator.heldout_base={heldout_base}: no file matches "
-                             f"{config.evaluator.heldout_file_pattern} there (python -m pipeline.heldout_data writes "
-                             f"a held-out corpus)")
+                             f"{config.evaluator.heldout_file_pattern} there (python -m pipeline.datagen.heldout "
+                             f"writes a held-out corpus)")
         # The corpus's own layout (labelled folders, metadata.csv), whatever data.* says of the training data.
         heldout_gen = _example_gen(config, heldout_base, config.evaluator.heldout_file_pattern, {HELDOUT_SPLIT: 1},
                                    noise_base="", noisy_copies=0, layout="folders", metadata_file="metadata.csv",

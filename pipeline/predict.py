@@ -7,7 +7,7 @@ Writes, under --out:
 - enhanced/<file>.wav: the denoised audio (16 kHz mono), when the model denoises;
 - rejects.csv: every file that could not be read, with the reason.
 Every input file ends up in predictions.csv or rejects.csv. Memory stays that of one window
-(and one denoiser chunk), whatever the recordings' lengths (components/recording.py).
+(and one denoiser chunk), whatever the recordings' lengths (components/serving/recording.py).
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from typing import Iterable, List, Tuple
 
 import tqdm
 
-from components.recording import RecordingModel
+from components.serving.recording import RecordingModel
 
 AUDIO_SUFFIXES = (".wav", ".flac", ".ogg")
 

@@ -18,7 +18,8 @@ from typing import Callable, Dict, Iterator, Optional, TextIO
 from absl import logging as absl_logging
 from ml_metadata.proto import metadata_store_pb2
 
-from components import progress_lines, schema
+from components import progress_lines
+from components.validation import schema
 from pipeline import summary
 
 _RECORD = re.compile(r"^Component (\S+) is (running|finished)\.$")

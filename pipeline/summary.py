@@ -17,7 +17,8 @@ from ml_metadata.metadata_store import metadata_store
 from ml_metadata.proto import metadata_store_pb2
 from tfx.orchestration import metadata
 
-from components import schema, tfma_recording, tfma_snr
+from components.evaluation import tfma_recording, tfma_snr
+from components.validation import schema
 
 Event = metadata_store_pb2.Event
 _SLICE_COLUMNS = ("example_count", "sparse_categorical_accuracy", tfma_recording.RECORDING_ACCURACY,

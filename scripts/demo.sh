@@ -13,11 +13,11 @@ if [ "${1:-}" = "calls" ]; then demo=calls; shift; fi
 # Always regenerated (seeded): stale files of an older generator would be read too.
 if [ "$demo" = calls ]; then
   rm -rf data/calls data/calls_noise
-  .venv/bin/python -m pipeline.demo_calls --out data/calls --noise-out data/calls_noise
+  .venv/bin/python -m pipeline.datagen.calls --out data/calls --noise-out data/calls_noise
   exec .venv/bin/tfx-audio run --config pipeline/configs/calls.yaml "$@"
 fi
 rm -rf data/demo data/demo_noise data/demo_heldout
-.venv/bin/python -m pipeline.demo_data --out data/demo --noise-out data/demo_noise
-.venv/bin/python -m pipeline.heldout_data --out data/demo_heldout  # voices, noises, channel never trained on
+.venv/bin/python -m pipeline.datagen.keywords --out data/demo --noise-out data/demo_noise
+.venv/bin/python -m pipeline.datagen.heldout --out data/demo_heldout  # voices, noises, channel never trained on
 # The held-out corpus is scored beside the test split (docs/generalization.md).
 exec .venv/bin/tfx-audio run --config pipeline/configs/demo.yaml --set evaluator.heldout_base=data/demo_heldout "$@"

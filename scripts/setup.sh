@@ -10,8 +10,8 @@ cd "$(dirname "$0")/.."
 need_apt=()
 command -v espeak-ng >/dev/null 2>&1 || need_apt+=(espeak-ng)
 command -v sox >/dev/null 2>&1 || need_apt+=(sox)
-command -v flite >/dev/null 2>&1 || need_apt+=(flite)  # the held-out voices (pipeline/heldout_data.py)
-# Festival's ked diphone voice: the demo's second training speech engine (pipeline/demo_data.py)
+command -v flite >/dev/null 2>&1 || need_apt+=(flite)  # the held-out voices (pipeline/datagen/heldout.py)
+# Festival's ked diphone voice: the demo's second training speech engine (pipeline/datagen/keywords.py)
 [ -d /usr/share/festival/voices/english/ked_diphone ] || need_apt+=(festival festvox-kdlpc16k)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "setup: installing system packages: ${need_apt[*]}"

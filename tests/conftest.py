@@ -17,7 +17,7 @@ settings.load_profile("ci")
 @pytest.fixture(scope="session")
 def small_demo(tmp_path_factory):
     """A small generated keyword set: 4 words x 24 speakers, one noisy copy each."""
-    from pipeline import demo_data
+    from pipeline.datagen import keywords as demo_data
 
     root = tmp_path_factory.mktemp("demo")
     demo_data.generate(str(root / "audio"), str(root / "noise"), num_speakers=24,

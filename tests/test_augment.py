@@ -5,8 +5,9 @@ import pytest
 import scipy.signal
 import tensorflow as tf
 
-from components import augment, features
+from components import features
 from components.config import AugmentConfig
+from components.training import augment
 
 SR = features.SAMPLE_RATE
 N = SR  # one-second examples
@@ -132,8 +133,8 @@ def test_draws_are_the_seeds_alone():
 
 
 def test_the_training_stream_carries_each_example_s_new_length_to_the_model():
-    from components import train_data
     from components.config import TrainerConfig
+    from components.training import input_pipeline as train_data
 
     cfg = TrainerConfig(backbone="wav2vec2", augment=AugmentConfig(speed_probability=1.0, speed_factors=[1.25]))
     noisy, clean, valid = _pair()

@@ -9,11 +9,13 @@ import numpy as np
 import pytest
 import soundfile
 
-from components import features, tfma_recording, tfma_snr
-from components.recording import RecordingModel
-from components.snr_metrics import improvement_db, si_snr_db
+from components import features
+from components.audio.snr import improvement_db, si_snr_db
 from components.config import load_config
-from pipeline import cli, demo_calls
+from components.evaluation import tfma_recording, tfma_snr
+from components.serving.recording import RecordingModel
+from pipeline import cli
+from pipeline.datagen import calls as demo_calls
 from pipeline.outcome import ExitCode
 from tests.test_pipeline_e2e import NODES, _run
 from tests.test_wav_example_gen import _read_examples, _value, assert_seconds_add_up

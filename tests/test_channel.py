@@ -3,8 +3,9 @@ import numpy as np
 import pytest
 import scipy.signal
 
-from components import channel, features
-from pipeline import demo_data
+from components import features
+from components.audio import channel
+from pipeline.datagen import keywords as demo_data
 
 SR = features.SAMPLE_RATE
 

@@ -1,4 +1,4 @@
-"""The denoiser's multi-second training sequences (components/context.py): the noise bank
+"""The denoiser's multi-second training sequences (components/training/context.py): the noise bank
 read from a folder, sequences joined from a batch's clean references and one stretch of one
 noise recording at a drawn SNR, seeded, and carried by the training stream to the model."""
 
@@ -9,8 +9,10 @@ import pytest
 import soundfile
 import tensorflow as tf
 
-from components import context, features, train_data
+from components import features
 from components.config import AugmentConfig, ContextConfig, DenoiserConfig, TrainerConfig
+from components.training import context
+from components.training import input_pipeline as train_data
 
 SR = features.SAMPLE_RATE
 ROW = 1000  # samples per clip in these tests

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import soundfile
 
-from components.snr_metrics import snr_db
-from pipeline import demo_calls
+from components.audio.snr import snr_db
+from pipeline.datagen import calls as demo_calls
 
 MIN_S, MAX_S = 10.0, 15.0
 ARGS = dict(num_calls=4, min_seconds=MIN_S, max_seconds=MAX_S, seed=7)

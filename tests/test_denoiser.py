@@ -6,9 +6,9 @@ import pytest
 import tensorflow as tf
 import tf_keras as keras
 
-from components.denoiser import Denoiser, multi_resolution_stft_loss, si_snr
-from components.snr_metrics import si_snr_db
+from components.audio.snr import si_snr_db
 from components.config import DenoiserConfig
+from components.models.denoiser import Denoiser, multi_resolution_stft_loss, si_snr
 
 
 @pytest.fixture(autouse=True)

@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 import soundfile
 
-from components import snr_metrics
-from pipeline import demo_data, heldout_data
+from components.audio import snr as snr_metrics
+from pipeline.datagen import heldout as heldout_data
+from pipeline.datagen import keywords as demo_data
 
 
 def test_no_held_out_voice_or_noise_kind_is_one_the_training_generates():

@@ -13,8 +13,11 @@ import tensorflow as tf
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from components import audio_io, features
-from components.wav_example_gen import executor as wav_executor
+from components import features
+from components.audio import wav_io as audio_io
+from components.ingest import executor as wav_executor
+from components.ingest import report as ingest_report
+from components.ingest import windows
 
 _SUBTYPES = ("PCM_16", "PCM_U8", "PCM_24", "FLOAT")
 _HOSTILE = ("../outside.wav", "/dev/zero", "/etc/hostname", "yes/../../outside.wav", "missing/x.wav")
@@ -70,13 +73,13 @@ def _write_readable_wav(path):
 
 def _process(base, source, on_disk, meta, options):
     """Runs the DoFn on one recording as Beam would; returns (examples, rejects, seconds)."""
-    do_fn = wav_executor._ToExamples(str(base), options)  # pylint: disable=protected-access
+    do_fn = windows.ToExamples(str(base), options)  # pylint: disable=protected-access
     do_fn.setup()
     outputs = list(do_fn.process((source, {"file": [True] if on_disk else [], "meta": meta, "spans": []})))
     examples = [o for o in outputs if isinstance(o, tf.train.Example)]
     tagged = [o for o in outputs if isinstance(o, beam.pvalue.TaggedOutput)]
-    rejects = [o.value for o in tagged if o.tag == wav_executor.REJECTS_TAG]
-    seconds = [o.value for o in tagged if o.tag == wav_executor.SECONDS_TAG]
+    rejects = [o.value for o in tagged if o.tag == ingest_report.REJECTS_TAG]
+    seconds = [o.value for o in tagged if o.tag == ingest_report.SECONDS_TAG]
     assert len(examples) + len(tagged) == len(outputs), "the DoFn emitted something unexpected"
     return examples, rejects, seconds
 

@@ -4,7 +4,7 @@ import ctypes.util
 
 import pytest
 
-from components import memory
+from components.training import memory
 
 libc = ctypes.CDLL(ctypes.util.find_library("c"))
 libc.malloc.restype = ctypes.c_void_p

@@ -18,8 +18,9 @@ import tensorflow as tf
 cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
 import tf_keras as keras
-from components import features, training_loop
-from components.model import build_model
+from components import features
+from components.training import loop as training_loop
+from components.models.model import build_model
 from components.config import FeatureConfig, TrainerConfig
 
 GLOBAL_BATCH = 16

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from components import mixing
+from components.audio import mixing
 
 
 def test_mix_hits_the_snr_and_skips_silent_stretches_of_the_noise():

@@ -8,11 +8,12 @@ import pytest
 import tensorflow as tf
 import tf_keras as keras
 
-from components import features, training_loop
-from components.denoiser import multi_resolution_stft_loss
-from components.model import build_model, input_keys
-from components.snr_metrics import si_snr_db
+from components import features
+from components.audio.snr import si_snr_db
 from components.config import ContextConfig, DenoiserConfig, FeatureConfig, PipelineConfig, TrainerConfig
+from components.models.denoiser import multi_resolution_stft_loss
+from components.models.model import build_model, input_keys
+from components.training import loop as training_loop
 
 FEATS = FeatureConfig(clip_seconds=0.215, num_mel_bins=16)
 SMALL = DenoiserConfig(enabled=True, channels=16, gru_units=8)
@@ -170,8 +171,8 @@ def _fits_one_batch(model, cfg, steps=20):
 
 
 def test_wav2vec2_backbone_consumes_the_enhanced_audio_renormalized():
-    from tests.test_wav2vec2 import TINY
     from components.config import Wav2Vec2Config
+    from tests.test_wav2vec2 import TINY
 
     tf.random.set_seed(0)
     cfg = dataclasses.replace(_cfg("joint"), backbone="wav2vec2", learning_rate=1e-3,

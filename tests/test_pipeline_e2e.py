@@ -14,18 +14,24 @@ import sys
 import time
 
 import numpy as np
-import soundfile
 import pytest
+import soundfile
 import tensorflow as tf
 import tensorflow_transform as tft
 
-from components import audio_io, features, resume, tfma_snr, train_data
-from components.evaluator import HELDOUT_SPLIT
-from components.snr_metrics import improvement_db, si_snr_db
-from pipeline import demo_data, heldout_data, local_runner
-from pipeline.outcome import ExitCode
+from components import features
+from components.audio import wav_io as audio_io
+from components.audio.snr import improvement_db, si_snr_db
 from components.config import load_config
-from components.model import build_model
+from components.evaluation import tfma_snr
+from components.evaluation.evaluator import HELDOUT_SPLIT
+from components.models.model import build_model
+from components.training import input_pipeline as train_data
+from components.training import resume
+from pipeline import local_runner
+from pipeline.datagen import heldout as heldout_data
+from pipeline.datagen import keywords as demo_data
+from pipeline.outcome import ExitCode
 from tests.test_report import ARTIFACTS, assert_report_renders
 from tests.test_wav_example_gen import _read_examples, _value, assert_seconds_add_up
 
@@ -80,8 +86,8 @@ def assert_serving_matches_training(run, config, loaded, raw_test_examples):
 
 def assert_heldout_evaluated(run):
     """The held-out corpus went through its own ExampleGen to its own Evaluator, which
-    scored the Trainer's model (the one pushed; there is no blessed model before it) on it: clean clips on both channels, every
-    noisy one with its reference, reported beside the test split and not gated."""
+    scored the Trainer's model (the one pushed; there is no blessed model before it) on it: clean clips on
+    both channels, every noisy one with its reference, reported beside the test split and not gated."""
     assert run.split_counts[HELDOUT_SPLIT] == 40 and "train" in run.split_counts
     assert run.inputs["HeldoutEvaluator"]["model"][0].uri == run.artifacts["Trainer"]["model"][0].uri
     assert "baseline_model" not in run.inputs["HeldoutEvaluator"]  # the first blessed model: no baseline yet

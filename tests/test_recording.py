@@ -6,9 +6,9 @@ import soundfile
 import tensorflow as tf
 import tf_keras as keras
 
-from components import recording
 from components.config import DenoiserConfig
-from components.denoiser import Denoiser
+from components.models.denoiser import Denoiser
+from components.serving import recording
 from tests.audio_helpers import write_wav
 
 

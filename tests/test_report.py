@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from components import audio_io, features
+from components import features
+from components.audio import wav_io as audio_io
 from pipeline import report, summary
 from pipeline.report import evaluation, page, plots, training
 from pipeline.report.model import Item, Section, Sound

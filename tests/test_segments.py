@@ -4,11 +4,11 @@ import os
 
 import numpy as np
 import pytest
-import soundfile
 
-from components import audio_io, features
-from components.wav_example_gen import segments
-from components.wav_example_gen import executor as wav_executor
+from components import features
+from components.audio import wav_io as audio_io
+from components.ingest import report as ingest_report
+from components.ingest import segments
 from tests.audio_helpers import tone, write_pair, write_wav
 from tests.test_wav_example_gen import _read_examples, _run_executor, _value
 
@@ -75,7 +75,7 @@ def test_a_long_recording_becomes_window_examples_read_window_by_window(tmp_path
     assert np.argmax(spectrum) == pytest.approx(200 + 40 * 20, abs=2)
 
     tail_dropped = _run_executor(base, tmp_path / "out2", segment_s=10.0, min_segment_s=6.0)
-    seconds = wav_executor.read_seconds(os.path.join(tail_dropped.uri, "ingest_report"))
+    seconds = ingest_report.read_seconds(os.path.join(tail_dropped.uri, ingest_report.REPORT_DIR))
     assert seconds["seconds_in"] == pytest.approx(65.0)
     assert seconds["seconds_in_examples"] == pytest.approx(60.0)
     assert seconds["dropped"] == {segments.TOO_SHORT: pytest.approx(5.0)}
@@ -100,7 +100,7 @@ def test_segments_csv_labels_spans_and_measures_snr_per_window(tmp_path):
         (1.0, b"billing"), (3.0, b"billing"), (8.0, b"fault"), (10.0, b"fault"), (12.0, b"fault")]
     snrs = [_value(e, features.SNR_DB) for e in windows]
     assert min(snrs[:2]) > max(snrs[2:]) + 6  # measured on each window, not the file's 12.0
-    seconds = wav_executor.read_seconds(os.path.join(examples.uri, "ingest_report"))
+    seconds = ingest_report.read_seconds(os.path.join(examples.uri, ingest_report.REPORT_DIR))
     assert seconds["dropped"] == {segments.UNLABELLED: pytest.approx(10.0)}
 
     background = _run_executor(base, tmp_path / "out_bg", file_pattern="noisy/*.wav", segment_s=2.0,
@@ -110,14 +110,14 @@ def test_segments_csv_labels_spans_and_measures_snr_per_window(tmp_path):
 
 
 def test_voice_activity_detection_keeps_speech_and_counts_the_silence(tmp_path):
-    from pipeline import demo_data
+    from pipeline.datagen import keywords as demo_data
 
     speech = demo_data.speak("please check the invoice for the last order", "en-us", 160, 50)
     gap = np.zeros(3 * 16000, np.float32)
     base = tmp_path / "audio"
     write_wav(base / "talk" / "a.wav", np.concatenate([gap, speech, gap, speech, gap]))
     examples = _run_executor(base, tmp_path / "out", segment_s=1.0, segmentation="vad")
-    seconds = wav_executor.read_seconds(os.path.join(examples.uri, "ingest_report"))
+    seconds = ingest_report.read_seconds(os.path.join(examples.uri, ingest_report.REPORT_DIR))
     silence = 9.0
     assert seconds["dropped"][segments.NO_SPEECH] == pytest.approx(silence, abs=0.8)  # pads, VAD frames
     for e in _by_source(examples)["talk/a.wav"]:
@@ -134,11 +134,11 @@ def test_a_recording_over_max_duration_or_without_any_window_is_rejected_with_it
     write_wav(base / "a" / "blip.wav", tone(0.1))
     examples = _run_executor(base, tmp_path / "out", max_duration_s=5.0, min_segment_s=0.5,
                              max_reject_fraction=1.0)
-    _, rejects = wav_executor.read_report(os.path.join(examples.uri, "ingest_report"))
+    _, rejects = ingest_report.read_report(os.path.join(examples.uri, ingest_report.REPORT_DIR))
     reasons = {r["source"]: (r["reason"], r["seconds"]) for r in rejects}
     assert reasons["a/long.wav"] == ("6.0 s long, over the 5.0 s limit (data.max_duration_s)", 6.0)
     assert reasons["a/blip.wav"][0].startswith("no example in it: 0.10 s shorter than data.min_segment_s")
-    seconds = wav_executor.read_seconds(os.path.join(examples.uri, "ingest_report"))
+    seconds = ingest_report.read_seconds(os.path.join(examples.uri, ingest_report.REPORT_DIR))
     assert seconds["seconds_rejected"] == pytest.approx(6.1)
     assert seconds["seconds_in"] == pytest.approx(8.1)
 

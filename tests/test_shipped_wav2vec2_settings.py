@@ -21,7 +21,8 @@ def wav2vec2_problems(trainer: TrainerConfig) -> list:
         return [] if os.path.isabs(w2v.pretrained) else [f"pretrained {w2v.pretrained!r} is not a local directory"]
     problems = []
     if trainer.learning_rate <= FINE_TUNING_MAX_LR:
-        problems.append(f"learning_rate {trainer.learning_rate} is a fine-tuning rate but there are no pretrained weights")
+        problems.append(f"learning_rate {trainer.learning_rate} is a fine-tuning rate but there are no "
+                        f"pretrained weights")
     if w2v.freeze_feature_encoder or w2v.freeze_layers:
         problems.append("random layers are frozen")
     return problems

@@ -3,7 +3,7 @@ import fast_bss_eval.numpy
 import numpy as np
 import pytest
 
-from components.snr_metrics import improvement_db, si_snr_db, snr_db
+from components.audio.snr import improvement_db, si_snr_db, snr_db
 
 
 def test_hand_computed_snr():

@@ -9,8 +9,8 @@ from tfx.utils import proto_utils
 
 from components import features
 from components.config import load_config
-from components.wav_example_gen import spans
-from components.wav_example_gen.component import Driver, WavExampleGen
+from components.ingest import spans
+from components.ingest.component import Driver, WavExampleGen
 from pipeline import cli, local_runner, summary
 from pipeline.outcome import ExitCode
 from tests.audio_helpers import tone, write_wav
@@ -38,7 +38,8 @@ def test_span_folders_are_found_and_filled_as_tfx_fills_them(tmp_path):
 def _sources(run):
     examples = run.artifacts["WavExampleGen"]["examples"][0]
     read = [e for split in _read_examples(examples.uri).values() for e in split]
-    return examples, {_value(e, features.SOURCE).decode() for e in read}, {_value(e, features.LABEL).decode() for e in read}
+    sources = {_value(e, features.SOURCE).decode() for e in read}
+    return examples, sources, {_value(e, features.LABEL).decode() for e in read}
 
 
 @pytest.mark.e2e

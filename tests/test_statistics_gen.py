@@ -7,8 +7,9 @@ from tensorflow_data_validation.statistics.generators import stats_generator
 from tfx.components.statistics_gen import executor as stats_executor
 from tfx.types import artifact_utils, standard_artifacts, standard_component_specs
 
-from components import features, schema
+from components import features
 from components.config import load_config
+from components.validation import schema
 from pipeline.pipeline import statistics_options, validated_data
 from tests.audio_helpers import tone, write_pair
 from tests.test_wav_example_gen import _run_executor

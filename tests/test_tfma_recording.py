@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 from tensorflow_model_analysis.metrics import metric_types
 
-from components import features, tfma_recording
+from components import features
+from components.evaluation import tfma_recording
 
 
 def _window(source, seconds, label, probabilities, as_dict=False):

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 from tensorflow_model_analysis.metrics import metric_types
 
-from components import features, tfma_snr
+from components import features
+from components.evaluation import tfma_snr
 
 
 def _extract(noisy, clean, enhanced, has_clean=1, num_samples=None):

@@ -19,8 +19,9 @@ from tfx import v1 as tfx
 from tfx.components.trainer import fn_args_utils
 from tfx.utils import proto_utils
 
-from components import features, train_data
+from components import features
 from components.config import load_config
+from components.training import input_pipeline as train_data
 from tests import tfx_executors
 from tests.test_wav_example_gen import _read_examples, _value
 
@@ -154,8 +155,8 @@ def test_each_epoch_evaluates_the_whole_eval_split_once_through_one_iterator(tra
     """The Trainer's per-epoch evaluation reads a repeated dataset through one iterator:
     every call must cover exactly one pass (a batch too few or too many would shift the
     next call's), and give what a fresh pass over the split gives."""
-    from components.model import build_model
-    from components.trainer import _make_evaluate
+    from components.models.model import build_model
+    from components.training.trainer import _make_evaluate
 
     _, input_dict = transformed
     fn_args = _fn_args(input_dict)
@@ -271,7 +272,8 @@ def test_mixed_float16_training_exports_a_float32_saved_model(transformed, tmp_p
     assert loaded.model.variables and all(v.dtype == tf.float32 for v in loaded.model.variables)
     signature = loaded.signatures["serve_wav"]
     graph = signature.graph.as_graph_def()
-    half = [node.name for fn in [graph, *graph.library.function] for node in getattr(fn, "node", getattr(fn, "node_def", []))
+    half = [node.name for fn in [graph, *graph.library.function]
+            for node in getattr(fn, "node", getattr(fn, "node_def", []))
             if any(attr.type == tf.float16.as_datatype_enum for attr in node.attr.values())]
     assert not half, half[:5]
     wav = _value(_raw_examples(input_dict)[0], features.AUDIO)

@@ -7,9 +7,10 @@ import pytest
 import tensorflow as tf
 import tf_keras as keras
 
-from components import features, training_loop
-from components.model import build_model
+from components import features
 from components.config import FeatureConfig, TrainerConfig
+from components.models.model import build_model
+from components.training import loop as training_loop
 
 FRAMES, BINS, CLASSES = 20, 16, 3
 FEATS = FeatureConfig(clip_seconds=0.215, num_mel_bins=BINS)  # 20 frames
@@ -69,7 +70,8 @@ def _sgd_step(model, data, micro_batch, accum, lr, clip_norm=1e9):
 
 
 def _accuracy(model, data):
-    right = sum(float(tf.reduce_sum(tf.cast(tf.argmax(model(x)[features.LOGITS], -1) == y, tf.float32))) for x, y in data)
+    right = sum(float(tf.reduce_sum(tf.cast(tf.argmax(model(x)[features.LOGITS], -1) == y, tf.float32)))
+                for x, y in data)
     return right / sum(int(tf.shape(y)[0]) for _, y in data)
 
 

@@ -11,9 +11,11 @@ import tensorflow as tf
 import tensorflow_transform.beam as tft_beam
 from tensorflow_transform.tf_metadata import dataset_metadata, schema_utils
 
-from components import audio_io, features, transform
+from components import features
+from components.audio import wav_io as audio_io
+from components.audio.snr import snr_db
 from components.config import FeatureConfig, SpecAugmentConfig
-from components.snr_metrics import snr_db
+from components.transform.preprocessing import preprocessing as transform
 from tests.audio_helpers import tone
 
 

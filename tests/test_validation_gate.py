@@ -8,8 +8,10 @@ import numpy as np
 import pytest
 import tensorflow_data_validation as tfdv
 
-from components import audio_stats, features, schema
+from components import features
+from components.audio import stats as audio_stats
 from components.config import load_config
+from components.validation import schema
 from pipeline import local_runner, summary
 from pipeline.outcome import ExitCode
 from tests.audio_helpers import tone, write_wav

@@ -1,10 +1,13 @@
-"""VTLP of log-mel features (components/vtlp.py) and the per-utterance mel normalization."""
+"""VTLP of log-mel features (components/training/vtlp.py) and the per-utterance mel normalization."""
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from components import features, model, transform, vtlp
+from components import features
 from components.config import FeatureConfig, VtlpConfig
+from components.models import model
+from components.training import vtlp
+from components.transform.preprocessing import preprocessing as transform
 
 CFG = FeatureConfig(clip_seconds=0.5)
 
@@ -70,8 +73,8 @@ def test_the_utterance_mean_removes_a_fixed_channel_gain_and_ignores_padding():
 def test_the_model_warps_its_log_mel_when_training_only(monkeypatch, denoiser):
     from components.config import load_config
 
-    config = load_config(None, ["trainer.backbone=logmel_cnn", "features.clip_seconds=0.5", "trainer.vtlp.probability=1",
-                                f"trainer.denoiser.enabled={str(denoiser).lower()}"])
+    config = load_config(None, ["trainer.backbone=logmel_cnn", "features.clip_seconds=0.5",
+                                "trainer.vtlp.probability=1", f"trainer.denoiser.enabled={str(denoiser).lower()}"])
     built = model.build_model(config.trainer, config.features, num_classes=3)
     warped = []
     real_warp = vtlp.warp

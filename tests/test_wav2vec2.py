@@ -10,9 +10,10 @@ import tensorflow as tf
 import tf_keras as keras
 import transformers
 
-from components import features, training_loop
-from components.model import build_model
+from components import features
 from components.config import FeatureConfig, TrainerConfig, Wav2Vec2Config
+from components.models.model import build_model
+from components.training import loop as training_loop
 
 # A tiny Wav2Vec2 (docs/environment.md): trains on the CPU in seconds.
 TINY = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,

@@ -1,7 +1,6 @@
 """The WAV ExampleGen: what each example carries, what is rejected and why, and
 that splits are decided by group, run through the real executor and Beam."""
 import csv
-import json
 import os
 
 import apache_beam as beam
@@ -14,19 +13,21 @@ from tfx.components.example_gen import utils as example_gen_utils
 from tfx.types import standard_artifacts, standard_component_specs
 from tfx.utils import proto_utils
 
-from components import audio_io, features, train_data
-from components.wav_example_gen import WavExampleGen, component
-from components.wav_example_gen import executor as wav_executor
-from components.wav_example_gen import segments
+from components import features
+from components.audio import wav_io as audio_io
+from components.ingest import WavExampleGen, component, segments, tables
+from components.ingest import executor as wav_executor
+from components.ingest import report as ingest_report
+from components.training import input_pipeline as train_data
 from tests.audio_helpers import tone, write_pair, write_wav
 
 
 def _write_metadata(path, rows):
     with open(path, "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(wav_executor._METADATA_COLUMNS))
+        writer = csv.DictWriter(f, fieldnames=list(features.METADATA_COLUMNS))
         writer.writeheader()
         for row in rows:
-            writer.writerow({k: row.get(k, "") for k in wav_executor._METADATA_COLUMNS})
+            writer.writerow({k: row.get(k, "") for k in features.METADATA_COLUMNS})
 
 
 def _read_examples(uri):
@@ -76,16 +77,16 @@ def assert_seconds_add_up(examples):
     """Every second of input is accounted: seconds in = seconds under an example window
     + seconds dropped (by reason) + seconds of rejected files; and the seconds under
     windows are those of the examples actually written (noisy copies aside)."""
-    seconds = wav_executor.read_seconds(os.path.join(examples.uri, "ingest_report"))
+    seconds = ingest_report.read_seconds(os.path.join(examples.uri, ingest_report.REPORT_DIR))
     dropped = sum(seconds["dropped"].values())
     assert seconds["seconds_in"] == pytest.approx(
         seconds["seconds_in_examples"] + dropped + seconds["seconds_rejected"], abs=1e-6)
-    _, rejects = wav_executor.read_report(os.path.join(examples.uri, "ingest_report"))
+    _, rejects = ingest_report.read_report(os.path.join(examples.uri, ingest_report.REPORT_DIR))
     assert seconds["seconds_rejected"] == pytest.approx(sum(r["seconds"] or 0.0 for r in rejects), abs=1e-6)
     assert seconds["rejected_of_unknown_length"] == sum(r["seconds"] is None for r in rejects)
     written = _read_examples(examples.uri)
     # Each split's size as the Trainer reads it (examples, serialized bytes): that of the files.
-    assert wav_executor.split_sizes(examples.uri) == {
+    assert ingest_report.split_sizes(examples.uri) == {
         name: {"examples": len(split), "bytes": sum(e.ByteSize() for e in split)} for name, split in written.items()}
     windows = {}
     for split in written.values():
@@ -130,7 +131,7 @@ def test_every_file_becomes_an_example_or_a_reject_with_its_reason(mixed_folder,
     sources = sorted(_value(e, features.SOURCE).decode() for e in produced)
     assert sources == ["no/b.wav", "no/b_noisy.wav", "unlabelled.wav", "yes/a.wav", "yes/stereo_44k.wav"]
 
-    _, rejects = wav_executor.read_report(os.path.join(examples.uri, "ingest_report"))
+    _, rejects = ingest_report.read_report(os.path.join(examples.uri, ingest_report.REPORT_DIR))
     reasons = {r["source"]: r["reason"] for r in rejects}
     assert set(reasons) == {"no/broken.wav", "no/empty.wav", "no/too_long.wav", "no/listed_but_missing.wav"}
     assert "not a readable audio file" in reasons["no/broken.wav"]
@@ -204,7 +205,7 @@ def test_metadata_without_label_column_is_a_clear_error(tmp_path):
     write_wav(tmp_path / "yes" / "a.wav", tone())
     (tmp_path / "metadata.csv").write_text("file_name,group\nyes/a.wav,g\n")
     with pytest.raises(ValueError, match=r"metadata.csv: header lacks required column\(s\) \['label'\]"):
-        wav_executor.read_metadata(str(tmp_path), "metadata.csv")
+        tables.read_metadata(str(tmp_path), "metadata.csv")
 
 
 def test_splits_are_decided_by_group_so_no_group_spans_two_splits(tmp_path):
@@ -288,7 +289,7 @@ def test_paired_layout_reads_noisy_with_clean_references_and_measures_the_input_
         noisy = audio_io.decode_to_mono_16k(_value(example, features.AUDIO))
         assert _value(example, features.SNR_DB) == pytest.approx(6.0, abs=0.1)
         assert np.corrcoef(clean, noisy)[0, 1] > 0.8  # really the matching pair
-    _, rejects = wav_executor.read_report(os.path.join(examples.uri, "ingest_report"))
+    _, rejects = ingest_report.read_report(os.path.join(examples.uri, ingest_report.REPORT_DIR))
     assert rejects == [{"source": "noisy/yes/orphan.wav", "seconds": 0.5,
                         "reason": "paired layout: no clean reference clean/yes/orphan.wav"}]
 
@@ -304,7 +305,7 @@ def test_paired_layout_keeps_each_speaker_in_one_split_or_refuses_without_groups
     options = dict(file_pattern="noisy/*/*.wav", layout="paired", max_reject_fraction=1.0)
     with pytest.raises(ValueError, match=r"no usable audio"):
         _run_executor(base, tmp_path / "none", **options)
-    _, rejects = wav_executor.read_report(str(tmp_path / "none" / "ingest_report"))
+    _, rejects = ingest_report.read_report(str(tmp_path / "none" / ingest_report.REPORT_DIR))
     assert len(rejects) == 24 and all("no speaker group" in r["reason"] for r in rejects)
 
     examples = _run_executor(base, tmp_path / "out", group_regex=r"(p[0-9]+)_", **options)
@@ -354,7 +355,7 @@ def test_paths_leaving_input_base_are_rejected_not_read(tmp_path):
         {"file_name": "/dev/zero", "label": "yes"},  # an endless read, were it opened
         {"file_name": "yes/ok.wav", "label": "yes", "clean_file_name": "../elsewhere/secret.wav"}])
     examples = _run_executor(base, tmp_path / "out", max_reject_fraction=1.0)
-    _, rejects = wav_executor.read_report(os.path.join(examples.uri, "ingest_report"))
+    _, rejects = ingest_report.read_report(os.path.join(examples.uri, ingest_report.REPORT_DIR))
     reasons = {r["source"]: r["reason"] for r in rejects}
     assert set(reasons) == {"yes/link.wav", "../elsewhere/secret.wav", "/dev/zero", "yes/ok.wav"}
     assert reasons["yes/link.wav"] == ("outside input_base: yes/link.wav leads out of it (an absolute path, "
@@ -362,7 +363,7 @@ def test_paths_leaving_input_base_are_rejected_not_read(tmp_path):
     assert reasons["/dev/zero"].startswith("outside input_base: /dev/zero leads out of it")
     assert reasons["yes/ok.wav"].startswith("clean reference ../elsewhere/secret.wav: outside input_base")
     assert str(tmp_path) not in " ".join(reasons.values())  # no host paths in the report
-    seconds = wav_executor.read_seconds(os.path.join(examples.uri, "ingest_report"))
+    seconds = ingest_report.read_seconds(os.path.join(examples.uri, ingest_report.REPORT_DIR))
     assert seconds["rejected_of_unknown_length"] == 3  # never opened; ok.wav's 0.5 s are known
 
 
@@ -371,7 +372,7 @@ def test_files_over_the_size_limit_are_rejected_before_reading(tmp_path):
     write_wav(base / "yes" / "small.wav", tone(0.2, 300))  # 6.4 kB
     write_wav(base / "yes" / "big.wav", tone(2.0, 300))  # 64 kB
     examples = _run_executor(base, tmp_path / "out", max_file_mb=0.03, max_reject_fraction=1.0)
-    _, rejects = wav_executor.read_report(os.path.join(examples.uri, "ingest_report"))
+    _, rejects = ingest_report.read_report(os.path.join(examples.uri, ingest_report.REPORT_DIR))
     assert rejects == [{"source": "yes/big.wav", "reason": "0.06 MB, over the 0.03 MB limit (data.max_file_mb)",
                         "seconds": None}]
 
@@ -381,11 +382,11 @@ def test_digital_silence_is_rejected_or_dropped_and_counted(tmp_path):
     write_wav(base / "yes" / "silent.wav", np.zeros(16000))
     write_wav(base / "yes" / "gap.wav", np.concatenate([tone(1.0, 300), np.zeros(2 * 16000), tone(1.0, 300)]))
     examples = _run_executor(base, tmp_path / "out", max_reject_fraction=1.0)
-    _, rejects = wav_executor.read_report(os.path.join(examples.uri, "ingest_report"))
+    _, rejects = ingest_report.read_report(os.path.join(examples.uri, ingest_report.REPORT_DIR))
     assert rejects == [{"source": "yes/silent.wav", "reason": segments.SILENT, "seconds": 1.0}]
     gap = [e for split in _read_examples(examples.uri).values() for e in split]
     assert sorted(_value(e, features.OFFSET_S) for e in gap) == [0.0, 3.0]
-    seconds = wav_executor.read_seconds(os.path.join(examples.uri, "ingest_report"))
+    seconds = ingest_report.read_seconds(os.path.join(examples.uri, ingest_report.REPORT_DIR))
     assert seconds["dropped"] == {segments.SILENT: pytest.approx(2.0)}
 
 
@@ -407,11 +408,11 @@ def test_broken_files_odd_names_and_short_references_do_not_stop_the_run(tmp_pat
             by_source.setdefault(_value(e, features.SOURCE).decode(), []).append(e)
     assert "yes/call [1].wav" in by_source
     assert len(by_source["no/noisy.wav"]) == 2  # the reference's missing 5 ms are zeros
-    _, rejects = wav_executor.read_report(os.path.join(examples.uri, "ingest_report"))
+    _, rejects = ingest_report.read_report(os.path.join(examples.uri, ingest_report.REPORT_DIR))
     reasons = {r["source"]: r["reason"] for r in rejects}
     # The window before the break is kept; the 2 s after it are dropped and counted.
     assert [_value(e, features.OFFSET_S) for e in by_source["yes/cut.flac"]] == [0.0]
-    seconds = wav_executor.read_seconds(os.path.join(examples.uri, "ingest_report"))
+    seconds = ingest_report.read_seconds(os.path.join(examples.uri, ingest_report.REPORT_DIR))
     assert seconds["dropped"] == {"unreadable at 1.00 s: Error : flac decoder lost sync.":
                                   pytest.approx(2.0)}
     assert not reasons

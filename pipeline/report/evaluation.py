@@ -13,7 +13,8 @@ import tensorflow_model_analysis as tfma
 import tensorflow_transform as tft
 from google.protobuf import json_format
 
-from components import features, tfma_recording, tfma_snr
+from components import features
+from components.evaluation import tfma_recording, tfma_snr
 from pipeline import summary
 from pipeline.report import plots
 from pipeline.report.model import Item, Section

@@ -18,11 +18,12 @@ import tensorflow as tf
 from apache_beam.io.filesystems import FileSystems
 from tfx.utils import path_utils
 
-from components import audio_io, features, train_data
+from components import features
+from components.audio import wav_io as audio_io
+from components.audio.snr import si_snr_db
 from components.config import PipelineConfig
-from components.recording import RecordingModel
-from components.snr_metrics import si_snr_db
-from components.wav_example_gen.executor import CLEAN_DIR, NOISY_DIR
+from components.serving.recording import RecordingModel
+from components.training import input_pipeline as train_data
 from pipeline import summary
 from pipeline.report import plots
 from pipeline.report.model import Item, Section, Sound
@@ -137,7 +138,7 @@ def _recording(config: PipelineConfig, recording: RecordingModel, source: str, t
         enhanced = os.path.join(tmp, "enhanced.wav")
         recording.denoise(noisy, enhanced)
         wavs["enhanced"] = _bytes(enhanced)
-    clean_source = source.replace(NOISY_DIR, CLEAN_DIR, 1) if config.data.layout == "paired" else None
+    clean_source = source.replace(features.NOISY_DIR, features.CLEAN_DIR, 1) if config.data.layout == "paired" else None
     if clean_source and FileSystems.exists(FileSystems.join(base, clean_source)):
         wavs["clean"] = _bytes(_cut(FileSystems.join(base, clean_source), seconds, os.path.join(tmp, "clean.wav"))[0])
     cut = f"its first {seconds:.1f} of {whole:.1f} s (report.recording_max_s)" if whole > seconds else f"{whole:.1f} s"

@@ -8,7 +8,7 @@ import os
 import tensorflow as tf
 from tensorboard.backend.event_processing import event_accumulator
 
-from components import resume
+from components.training import resume
 from pipeline import summary
 from pipeline.report import plots
 from pipeline.report.model import Item, Section

@@ -1,0 +1,274 @@
+"""The WAV ExampleGen's reading step: one recording (with its metadata row and spans) in, a tf.Example
+per window out, or one reject record with the reason; and the seconds accounting of each file."""
+from __future__ import annotations
+
+import os
+import re
+import time
+from typing import Any, Dict, Iterable, List, Optional, Tuple
+
+import apache_beam as beam
+import numpy as np
+import tensorflow as tf
+import webrtcvad
+from absl import logging
+from apache_beam.io.filesystems import FileSystems
+
+from components import features, progress_lines
+from components.audio import snr as snr_metrics
+from components.audio import wav_io as audio_io
+from components.ingest import segments
+from components.ingest import spans as spans_lib
+from components.ingest.report import REJECTS_TAG, SECONDS_TAG
+
+_PROGRESS_EVERY_S = 10.0
+_VAD_FRAME = 480  # 30 ms at 16 kHz, a frame size webrtcvad takes
+_CLEAN_SLACK_S = 0.05  # a clean reference may be this much shorter or longer (codec padding); zeros past its end
+
+
+def relative(path: str, input_base: str) -> str:
+    base = input_base.rstrip("/") + "/"
+    return path[len(base):] if path.startswith(base) else path
+
+
+def _feature(value) -> tf.train.Feature:
+    if isinstance(value, bytes):
+        return tf.train.Feature(bytes_list=tf.train.BytesList(value=[value]))
+    if isinstance(value, int):
+        return tf.train.Feature(int64_list=tf.train.Int64List(value=[value]))
+    return tf.train.Feature(float_list=tf.train.FloatList(value=[value]))
+
+
+def _input_snr(given: str, whole_file: bool, clean: Optional[np.ndarray], noisy: np.ndarray) -> Optional[float]:
+    """The window's input SNR: measured against the clean reference where there is one
+    (metadata's file-level `snr_db` only when the window is the whole file); else the
+    given `snr_db`; None when unknown or undefined (silent reference)."""
+    if given and (whole_file or clean is None):
+        try:
+            return float(given)
+        except ValueError as e:
+            raise audio_io.AudioError(f"snr_db {given!r} is not a number") from e
+    if clean is None:
+        return None
+    n = min(len(clean), len(noisy))
+    measured = snr_metrics.snr_db(clean[:n], noisy[:n])
+    return None if measured is None else round(measured, 2)
+
+
+def speech_regions(audio: audio_io.AudioFile, options: Dict[str, Any]) -> List[segments.Interval]:
+    """Speech regions of a file by WebRTC's voice-activity detector (webrtcvad-wheels:
+    a maintained C detector needing no model download), read block by block."""
+    vad = webrtcvad.Vad(int(options["vad_aggressiveness"]))
+    flags: List[bool] = []
+    rest = np.zeros(0, np.int16)
+    for block in audio.blocks_16k():
+        pcm = np.concatenate([rest, (np.clip(block, -1, 1) * 32767).astype(np.int16)])
+        whole = len(pcm) // _VAD_FRAME * _VAD_FRAME
+        flags += [vad.is_speech(pcm[i:i + _VAD_FRAME].tobytes(), features.SAMPLE_RATE)
+                  for i in range(0, whole, _VAD_FRAME)]
+        rest = pcm[whole:]
+    return segments.speech_regions(flags, _VAD_FRAME / features.SAMPLE_RATE, float(options["vad_min_gap_s"]),
+                                   float(options["vad_pad_s"]), audio.duration_s)
+
+
+class ToExamples(beam.DoFn):
+    """One recording (with its metadata and spans) -> a tf.Example per window, plus its
+    seconds accounting; or a reject record with the reason."""
+
+    def __init__(self, input_base: str, options: Dict[str, Any]):
+        try:
+            self._group_pattern = re.compile(options["group_regex"]) if options["group_regex"] else None
+        except re.error as e:
+            raise ValueError(f"data.group_regex {options['group_regex']!r} is not a regular expression: {e}")
+        self._input_base = input_base
+        self._options = options
+        self._rejected = beam.metrics.Metrics.counter("wav_example_gen", "rejected")
+        self._accepted = beam.metrics.Metrics.counter("wav_example_gen", "accepted")
+
+    def setup(self):
+        # Progress of this DoFn instance (one per worker thread), logged every _PROGRESS_EVERY_S.
+        self._files, self._seconds_read = 0, 0.0
+        self._started = self._logged = time.monotonic()
+
+    def _progress(self) -> None:
+        self._files += 1
+        now = time.monotonic()
+        if now - self._logged >= _PROGRESS_EVERY_S:
+            self._logged, took = now, now - self._started
+            progress_lines.log("WavExampleGen: a worker has read %d files, %.0f s of audio, in %.0f s "
+                               "(%.1f files/s, %.0fx real time)", self._files, self._seconds_read, took,
+                               self._files / took, self._seconds_read / took)
+
+    def _path(self, name: str) -> str:
+        """input_base/name; refused when it leaves input_base (an absolute name, `..`, or
+        a symbolic link to elsewhere, /dev/zero included)."""
+        path = os.path.join(self._input_base, name)
+        if "://" in self._input_base:  # object stores: no links, but no climbing out either
+            if name.startswith("/") or ".." in name.split("/"):
+                raise audio_io.AudioError(f"{name} is outside input_base")
+            return path
+        real, base = os.path.realpath(path), os.path.realpath(self._input_base)
+        if os.path.commonpath([real, base]) != base:
+            raise audio_io.AudioError(f"outside input_base: {name} leads out of it (an absolute path, "
+                                      f"'..' or a symbolic link); not read")
+        return path
+
+    def _open(self, name: str) -> audio_io.AudioFile:
+        """The file opened for reading windows, after its path and size are checked."""
+        path = self._path(name)
+        if "://" in path:  # object stores: Beam's match (its name is taken as a pattern there)
+            found = FileSystems.match([path])[0].metadata_list
+            size = found[0].size_in_bytes if found else None
+        else:  # a local name may hold [ ] * ? literally
+            size = os.path.getsize(path) if os.path.isfile(path) else None
+        if size is None:
+            raise audio_io.AudioError(f"{name} does not exist or is not a file")
+        limit = float(self._options["max_file_mb"])
+        if size > limit * 2 ** 20:
+            raise audio_io.AudioError(f"{size / 2 ** 20:.2f} MB, over the {limit:g} MB limit (data.max_file_mb)")
+        return audio_io.AudioFile(path)
+
+    def _names(self, source: str, meta: Dict[str, str]) -> Tuple[str, str]:
+        """(label folder part, clean reference name); under a span folder, from inside it."""
+        depth = spans_lib.span_depth(self._options.get("span_pattern") or "") or 0
+        span_folder = "".join(part + "/" for part in source.split("/")[:depth])
+        clean_name, folders = meta.get(features.CLEAN_FILE_NAME, ""), source[len(span_folder):]
+        if self._options["layout"] == "paired":
+            if not folders.startswith(features.NOISY_DIR):
+                raise audio_io.AudioError(
+                    f"data.layout=paired reads files under {span_folder}{features.NOISY_DIR} only")
+            folders = folders[len(features.NOISY_DIR):]
+            clean_name = clean_name or span_folder + features.CLEAN_DIR + folders
+            if not FileSystems.exists(self._path(clean_name)):
+                raise audio_io.AudioError(f"paired layout: no clean reference {clean_name}")
+        return folders, clean_name
+
+    def _group(self, source: str, meta: Dict[str, str], clean_name: str) -> str:
+        """The split key: metadata.csv's group, else the first capture of data.group_regex on
+        the file name, else (folders layout only) the recording itself."""
+        if meta.get(features.GROUP):
+            return meta[features.GROUP]
+        if self._group_pattern is not None:
+            found = self._group_pattern.search(source)
+            if not found:
+                raise audio_io.AudioError(f"its name does not match data.group_regex {self._group_pattern.pattern!r}"
+                                          f" and metadata.csv gives it no group")
+            return found.group(1) if found.groups() else found.group(0)
+        if self._options["layout"] == "paired":  # many pairs per speaker: one group each would leak
+            raise audio_io.AudioError(
+                "paired layout: no speaker group; give a group column in metadata.csv or data.group_regex "
+                "(VoiceBank-DEMAND: '(p[0-9]+)_'), else a speaker's recordings land in several splits")
+        return clean_name or source
+
+    def _plan(self, audio: audio_io.AudioFile, label: str, spans, speech_source) -> segments.Plan:
+        o = self._options
+        background = o["background_label"] if o["unlabelled_spans"] == "background" else None
+        spans = spans if spans is not None else [(0.0, audio.duration_s, label)]
+        speech = speech_regions(speech_source, o) if o["segmentation"] == "vad" else None
+        return segments.plan(audio.duration_s, spans, background, o["segment_s"], o["hop_s"],
+                             float(o["min_segment_s"]), speech)
+
+    def process(self, keyed: Tuple[str, Dict[str, List[Any]]]) -> Iterable[Any]:
+        yield from self._file(keyed)
+        self._progress()
+
+    def _file(self, keyed: Tuple[str, Dict[str, List[Any]]]) -> Iterable[Any]:
+        source, grouped = keyed
+        metas, spans = grouped["meta"], grouped["spans"]
+        meta = metas[0] if metas else {}
+        seconds = None  # unknown until the header is read
+        try:
+            if not grouped["file"] and not FileSystems.exists(self._path(source)):
+                where = "metadata.csv" if metas else "segments.csv"
+                raise audio_io.AudioError(f"listed in {where} but the file does not exist")
+            with self._open(source) as audio:
+                seconds = audio.duration_s
+                self._seconds_read += seconds
+                if seconds > float(self._options["max_duration_s"]):
+                    raise audio_io.AudioError(f"{seconds:.1f} s long, over the "
+                                              f"{self._options['max_duration_s']} s limit (data.max_duration_s)")
+                folders, clean_name = self._names(source, meta)
+                try:
+                    clean = self._open(clean_name) if clean_name else None
+                except audio_io.AudioError as e:
+                    raise audio_io.AudioError(f"clean reference {clean_name}: {e}") from e
+                try:
+                    yield from self._windows(source, meta, spans[0] if spans else None, folders,
+                                             audio, clean, clean_name)
+                finally:
+                    if clean is not None:
+                        clean.close()
+        except audio_io.AudioError as e:
+            yield from self._reject(source, str(e), seconds)
+
+    def _windows(self, source, meta, spans, folders, audio, clean, clean_name) -> Iterable[Any]:
+        if clean is not None and abs(clean.duration_s - audio.duration_s) > _CLEAN_SLACK_S:
+            raise audio_io.AudioError(f"clean reference {clean_name} is {clean.duration_s:.3f} s, the noisy "
+                                      f"file {audio.duration_s:.3f} s: they must match within {_CLEAN_SLACK_S} s")
+        label = meta.get(features.LABEL) or (folders.split("/")[0] if "/" in folders else "")
+        if not label and spans is None:
+            where = f"{features.NOISY_DIR}<label>/" if self._options["layout"] == "paired" else "<label>/"
+            raise audio_io.AudioError(f"no label: put the file in a {where} folder, list it in "
+                                      f"metadata.csv or give its spans in segments.csv")
+        plan = self._plan(audio, label, spans, clean or audio)
+        if not plan.windows:
+            raise audio_io.AudioError("no example in it: " + ", ".join(
+                f"{s:.2f} s {reason}" for reason, s in sorted(plan.dropped_s.items())))
+        group = self._group(source, meta, clean_name)
+        whole = len(plan.windows) == 1 and plan.windows[0].duration_s >= audio.duration_s - 1e-6
+        written: List[segments.Interval] = []
+        silent: List[segments.Interval] = []
+        failure = ""
+        try:
+            for window in plan.windows:
+                noisy_audio, stats = audio.window_and_stats(window.start_s, window.end_s)
+                if not np.any(noisy_audio):  # all-zero samples: nothing to learn or to denoise
+                    silent.append((window.start_s, window.end_s))
+                    continue
+                reference = clean.window(window.start_s, window.end_s, pad=True) if clean is not None else None
+                yield self._example(source, meta, group, window, noisy_audio, reference, whole, stats)
+                written.append((window.start_s, window.end_s))
+        except audio_io.AudioError as e:  # a file truncated after some windows: keep those
+            if not written:
+                raise
+            failure = str(e)
+        if not written:
+            raise audio_io.AudioError(segments.SILENT)
+        covered = segments.union_length(written)
+        read = segments.union_length(written + silent)  # what was read before any failure
+        dropped = dict(plan.dropped_s)
+        for reason, lost in ((segments.SILENT, read - covered), (failure, plan.covered_s - read)):
+            if lost > 1e-6:
+                dropped[reason] = dropped.get(reason, 0.0) + lost
+        self._accepted.inc()
+        yield beam.pvalue.TaggedOutput(SECONDS_TAG, {
+            "seconds_in": audio.duration_s, "seconds_in_examples": covered, "dropped": dropped})
+
+    def _example(self, source, meta, group, window: segments.Window, noisy, clean, whole,
+                 stats: Dict[str, float]) -> tf.train.Example:
+        feats = {key: _feature(value) for key, value in stats.items()}
+        feats.update({
+            features.AUDIO: _feature(audio_io.encode_pcm16_wav(noisy)),
+            features.LABEL: _feature(window.label.encode()),
+            features.GROUP: _feature(group.encode()),
+            features.SOURCE: _feature(source.encode()),
+            features.DURATION_S: _feature(len(noisy) / features.SAMPLE_RATE),
+            features.OFFSET_S: _feature(window.start_s),
+            features.SEGMENT_INDEX: _feature(window.index),
+        })
+        if clean is not None:
+            feats[features.CLEAN_AUDIO] = _feature(audio_io.encode_pcm16_wav(clean))
+        if meta.get(features.NOISE_KIND):
+            feats[features.NOISE_KIND] = _feature(meta[features.NOISE_KIND].encode())
+        if meta.get(features.CHANNEL):
+            feats[features.CHANNEL] = _feature(meta[features.CHANNEL].encode())
+        snr = _input_snr(meta.get(features.SNR_DB, ""), whole, clean, noisy)
+        if snr is not None:
+            feats[features.SNR_DB] = _feature(snr)
+        return tf.train.Example(features=tf.train.Features(feature=feats))
+
+    def _reject(self, source: str, reason: str, seconds: Optional[float]) -> Iterable[Any]:
+        self._rejected.inc()
+        logging.warning("WAV ExampleGen rejects %s: %s", source, reason)
+        yield beam.pvalue.TaggedOutput(REJECTS_TAG, {"source": source, "reason": reason,
+                                                     "seconds": None if seconds is None else round(seconds, 6)})

@@ -1,0 +1,176 @@
+"""Whole-recording inference: a recording of any length through an exported model.
+
+The classifier runs over windows of the model's length (`hop_s` apart) and gives
+per-window labels, probabilities and times, and an aggregate label for the
+recording (the mean of the window probabilities, weighted by window length).
+The denoiser enhances the recording in chunks of `chunk_s`, crossfaded over
+`overlap_s` with complementary raised-cosine windows (overlap-add).
+
+The file is read window by window or block by block (soundfile) and the enhanced
+audio written block by block, so memory is bounded by a chunk, not by the
+recording. That is also why this is a client of the SavedModel's window and
+chunk signatures (`serve_wav`, `denoise_chunk`) rather than one signature taking
+a whole recording: a single request holding an hour of audio (115 MB of PCM16)
+grows with the recording and exceeds TF Serving's default 4 MB gRPC messages.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+
+import numpy as np
+import soundfile
+import tensorflow as tf
+
+from components import features
+from components.audio import wav_io as audio_io
+
+Enhance = Callable[[np.ndarray, float, float], np.ndarray]  # (chunk, mean, std) -> enhanced chunk
+
+
+@dataclasses.dataclass
+class RecordingResult:
+    source: str
+    duration_s: float
+    starts_s: List[float]
+    ends_s: List[float]
+    window_labels: List[str]
+    probabilities: np.ndarray  # [windows, classes]
+    labels: Sequence[str]  # the class names, in probability order
+    label: str  # the recording's aggregate label
+    mean_probabilities: np.ndarray  # [classes], weighted by window length
+
+    def rows(self) -> Iterator[dict]:
+        """One dict a window: start_s, end_s, label, and a probability per class."""
+        for i, (start, end) in enumerate(zip(self.starts_s, self.ends_s)):
+            yield {"start_s": round(start, 3), "end_s": round(end, 3), "label": self.window_labels[i],
+                   **{name: float(p) for name, p in zip(self.labels, self.probabilities[i])}}
+
+
+def window_starts(duration_s: float, window_s: float, hop_s: float,
+                  min_window_s: float = 0.0) -> List[Tuple[float, float]]:
+    """Windows of window_s every hop_s covering [0, duration_s); the last one may be shorter,
+    and is left out under min_window_s (unless it is the only one)."""
+    if not 0 < hop_s <= window_s:
+        raise ValueError(f"need 0 < hop_s ({hop_s}) <= the model's window ({window_s} s)")
+    out, start = [], 0.0
+    while True:
+        end = min(start + window_s, duration_s)
+        if not out or end - start >= min_window_s:
+            out.append((start, end))
+        if end >= duration_s - 1e-9:
+            return out
+        start += hop_s
+
+
+def crossfade(overlap: int) -> np.ndarray:
+    """Fade-in weights w of length `overlap` with w + w[::-1] = 1 (raised cosine)."""
+    return np.sin(0.5 * np.pi * (np.arange(overlap) + 0.5) / overlap) ** 2 if overlap else np.zeros(0)
+
+
+def _level(audio: audio_io.AudioFile) -> Tuple[float, float]:
+    """Mean and standard deviation of the whole recording, one pass over its blocks
+    (the normalization the one-shot `denoise_wav` applies)."""
+    count, total, squares = 0, 0.0, 0.0
+    for block in audio.blocks_16k():
+        count += block.size
+        total += float(np.sum(block, dtype=np.float64))
+        squares += float(np.sum(np.square(block, dtype=np.float64)))
+    mean = total / max(count, 1)
+    return mean, float(np.sqrt(max(squares / max(count, 1) - mean * mean, 0.0) + 1e-8))
+
+
+def _chunks(blocks: Iterator[np.ndarray], length: int, hop: int) -> Iterator[Tuple[np.ndarray, bool]]:
+    """(chunk, is_last): chunks of `length` samples every `hop` samples from a stream of
+    blocks, the last one shorter; a chunk is passed on only once data beyond it has come,
+    so the last one always reaches past the previous one's overlap. Holds at most one
+    chunk plus one block."""
+    buffer = np.zeros(0, np.float32)
+    for block in blocks:
+        buffer = np.concatenate([buffer, block])
+        while buffer.size > length:
+            yield buffer[:length], False
+            buffer = buffer[hop:]
+    yield buffer, True
+
+
+def denoise_file(in_path: str, out_path: str, enhance: Enhance, chunk_s: float = 10.0,
+                 overlap_s: float = 1.0) -> float:
+    """Enhances `in_path` into `out_path` (16 kHz mono PCM16 WAV) chunk by chunk with
+    overlap-add; returns the seconds written."""
+    length = int(round(chunk_s * features.SAMPLE_RATE))
+    overlap = int(round(overlap_s * features.SAMPLE_RATE))
+    if not 0 <= overlap < length:
+        raise ValueError(f"need 0 <= overlap_s ({overlap_s}) < chunk_s ({chunk_s})")
+    fade_in = crossfade(overlap)
+    written = 0
+    with audio_io.AudioFile(in_path) as audio, soundfile.SoundFile(
+            out_path, "w", features.SAMPLE_RATE, 1, subtype="PCM_16", format="WAV") as out:
+        mean, std = _level(audio)
+        tail = np.zeros(0, np.float32)  # the previous chunk's faded-out overlap
+        for chunk, last in _chunks(audio.blocks_16k(), length, length - overlap):
+            enhanced = np.array(enhance(chunk, mean, std), np.float32)
+            if tail.size:  # the previous chunk's overlap, faded out, plus this one's, faded in
+                enhanced[:overlap] = enhanced[:overlap] * fade_in + tail
+            if not last:  # the overlap is finished by the next chunk
+                tail = enhanced[length - overlap:] * fade_in[::-1]
+                enhanced = enhanced[:length - overlap]
+            out.write(np.clip(enhanced, -1.0, 1.0))
+            written += enhanced.size
+    return written / features.SAMPLE_RATE
+
+
+class RecordingModel:
+    """An exported tfx-audio SavedModel applied to whole recordings."""
+
+    def __init__(self, model_dir: str):
+        self._model = tf.saved_model.load(model_dir)
+        if not hasattr(self._model, "window_samples"):
+            raise ValueError(f"{model_dir} was exported before whole-recording inference existed "
+                             f"(no window_samples): retrain it with this version")
+        self.window_samples = int(self._model.window_samples.numpy())
+        self.labels = [v.decode() for v in self._model.label_names.numpy()]
+        self._serve_wav = self._model.signatures["serve_wav"]
+        self._denoise_chunk = self._model.signatures.get("denoise_chunk")
+
+    @property
+    def denoises(self) -> bool:
+        return self._denoise_chunk is not None
+
+    def serve_wav(self, wavs: Sequence[bytes]) -> Dict[str, tf.Tensor]:
+        """The `serve_wav` signature on a batch of WAV windows: probabilities, label (and enhanced_wav)."""
+        return self._serve_wav(wav=tf.constant(list(wavs)))
+
+    def enhance(self, chunk: np.ndarray, mean: float, std: float) -> np.ndarray:
+        out = self._denoise_chunk(waveform=tf.constant(chunk, tf.float32), mean=tf.constant(mean, tf.float32),
+                                  std=tf.constant(std, tf.float32))
+        return out[features.OUT_ENHANCED].numpy()
+
+    def classify(self, path: str, hop_s: Optional[float] = None, batch_size: int = 16,
+                 min_window_s: float = 0.2) -> RecordingResult:
+        """Per-window labels and probabilities over the whole recording, and its aggregate; a
+        last window under min_window_s is left out (as the ExampleGen's data.min_segment_s)."""
+        window_s = self.window_samples / features.SAMPLE_RATE
+        hop_s = hop_s or window_s
+        starts, ends, probabilities, names = [], [], [], []
+        with audio_io.AudioFile(path) as audio:
+            spans = window_starts(audio.duration_s, window_s, hop_s, min_window_s)
+            for i in range(0, len(spans), batch_size):
+                batch = spans[i:i + batch_size]
+                wavs = [audio_io.encode_pcm16_wav(audio.window(s, e)) for s, e in batch]
+                out = self.serve_wav(wavs)
+                probabilities.append(out[features.OUT_PROBABILITIES].numpy())
+                names += [v.decode() for v in out[features.OUT_LABEL].numpy()]
+                starts += [s for s, _ in batch]
+                ends += [e for _, e in batch]
+            duration = audio.duration_s
+        probs = np.concatenate(probabilities)
+        weights = np.asarray(ends) - np.asarray(starts)
+        mean = (probs * weights[:, None]).sum(0) / weights.sum()
+        return RecordingResult(path, duration, starts, ends, names, probs, self.labels,
+                               self.labels[int(np.argmax(mean))], mean)
+
+    def denoise(self, in_path: str, out_path: str, chunk_s: float = 10.0, overlap_s: float = 1.0) -> float:
+        if not self.denoises:
+            raise ValueError("this model has no denoiser (trainer.denoiser.enabled was false)")
+        return denoise_file(in_path, out_path, self.enhance, chunk_s, overlap_s)

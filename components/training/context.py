@@ -1,0 +1,91 @@
+"""Multi-second training sequences for the denoiser (`trainer.context`).
+
+The classifier's training windows are 1-s keywords, but the denoiser serves whole calls,
+minutes long, in a noise that holds for seconds: trained on 1-s windows alone its recurrent
+state never runs longer than the window. Here each training batch also yields sequences of
+`clips` seconds: the batch's clean references, `clips` consecutive rows at a time, joined in
+time (a clip's padding is a pause between words) and mixed with ONE stretch of one noise
+recording from `noise_base` at an SNR drawn from `snr_db_range`, then through the training
+stream's speed, rooms and calls (`trainer.augment`, components/training/augment.py) as one recording.
+The model's denoiser runs on them as well, and its -SI-SNR on them joins the loss
+(components/training/loop.py); the classifier never sees them.
+
+The sequences travel as [B, samples] rows (CONTEXT_NOISY / CONTEXT_CLEAN), `clips` rows to a
+sequence, so a replica's or a micro-batch's share of a batch holds whole sequences (the batch
+size is a multiple of `clips`). Draws are stateless, from each sequence's first example's
+(seed, epoch, index): a resumed run draws what the uninterrupted one drew.
+
+The noise recordings are read once when the Trainer starts and held in memory as float32,
+looped to the sequence length where shorter; `max_noise_mb` bounds them.
+"""
+from __future__ import annotations
+
+from typing import Tuple
+
+import numpy as np
+import tensorflow as tf
+from absl import logging
+
+from components import features
+from components.config import TrainerConfig
+from components.ingest.noise_mix import load_noise
+from components.training import augment as augment_lib
+
+
+def noise_bank(noise_base: str, samples: int, max_mb: int) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(every recording under `noise_base`, joined: float32 [total], the start of each [R],
+    the length of each [R]); a recording shorter than `samples` is looped to `samples`."""
+    noise = load_noise(noise_base)
+    recordings = [r for kind in sorted(noise) for r in noise[kind]]
+    looped = [np.tile(r, -(-samples // len(r)))[:max(samples, len(r))] for r in recordings]
+    lengths = np.array([len(r) for r in looped], np.int64)
+    size_mb = lengths.sum() * 4 / 2 ** 20
+    if size_mb > max_mb:
+        raise ValueError(f"trainer.context.noise_base={noise_base}: {size_mb:.0f} MB of noise as float32, over "
+                         f"trainer.context.max_noise_mb={max_mb}; use fewer or shorter recordings, or raise it")
+    logging.info("Denoiser context noise: %d recordings of %d kinds from %s (%.1f min, %.0f MB)", len(looped),
+                 len(noise), noise_base, lengths.sum() / features.SAMPLE_RATE / 60, size_mb)
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    return np.concatenate(looped).astype(np.float32), starts, lengths
+
+
+def make_sequences(cfg: TrainerConfig, bank: Tuple[np.ndarray, np.ndarray, np.ndarray],
+                   rirs: tf.Tensor | None):
+    """(per-example seeds [B, 2], featurized batch) -> {CONTEXT_NOISY, CONTEXT_CLEAN}, each
+    [B, samples]: rows k*clips .. (k+1)*clips-1 are sequence k, cut into rows. `bank` is
+    `noise_bank`'s, `rirs` the training stream's rooms (None: none)."""
+    clips = cfg.context.clips
+    flat, starts, lengths = (tf.constant(a) for a in bank)
+    count = tf.shape(starts, out_type=tf.int64)[0]
+    low, high = cfg.context.snr_db_range
+
+    def sequences(seeds: tf.Tensor, batch: dict) -> dict:
+        clean_rows = batch[features.CLEAN_WAVEFORM]
+        row = tf.shape(clean_rows)[1]
+        clean = tf.reshape(clean_rows, [-1, clips * row])  # [G, samples]
+        length = tf.shape(clean, out_type=tf.int64)[1]
+        # Each sequence's own draws, apart from the first clip's other ones (fold-in 2).
+        seq_seeds = tf.map_fn(lambda s: tf.cast(tf.random.experimental.stateless_fold_in(s, 2), tf.int64),
+                              seeds[::clips], fn_output_signature=tf.TensorSpec([2], tf.int64))
+        u = tf.map_fn(lambda s: tf.random.stateless_uniform([3], s), seq_seeds,
+                      fn_output_signature=tf.TensorSpec([3], tf.float32))  # recording, offset, SNR
+        which = tf.minimum(tf.cast(u[:, 0] * tf.cast(count, tf.float32), tf.int64), count - 1)
+        room = tf.gather(lengths, which) - length + 1  # the offsets a full stretch fits at
+        offset = tf.gather(starts, which) + tf.minimum(
+            tf.cast(u[:, 1] * tf.cast(room, tf.float32), tf.int64), room - 1)
+        noise = tf.gather(flat, offset[:, tf.newaxis] + tf.range(length)[tf.newaxis, :])
+        snr_db = low + u[:, 2:3] * (high - low)
+        speech_power = tf.reduce_mean(tf.square(clean), axis=1, keepdims=True)
+        noise_power = tf.reduce_mean(tf.square(noise), axis=1, keepdims=True)
+        gain = tf.sqrt(speech_power / (noise_power * 10.0 ** (snr_db / 10.0) + 1e-12))
+        noisy, clean, _ = augment_lib.augment_waveforms(
+            clean + gain * noise, clean, tf.fill(tf.shape(clean)[:1], length), seq_seeds, cfg.augment, rirs)
+        return {features.CONTEXT_NOISY: tf.reshape(noisy, [-1, row]),
+                features.CONTEXT_CLEAN: tf.reshape(clean, [-1, row])}
+
+    return sequences
+
+
+def join(rows: tf.Tensor, clips: int) -> tf.Tensor:
+    """[B, samples] rows -> [B / clips, clips * samples] sequences (the inverse of the cut)."""
+    return tf.reshape(rows, [-1, clips * tf.shape(rows)[1]])
