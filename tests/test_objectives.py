@@ -10,7 +10,15 @@ import tf_keras as keras
 
 from components import features
 from components.audio.snr import si_snr_db
-from components.config import ContextConfig, DenoiserConfig, FeatureConfig, PipelineConfig, TrainerConfig
+from components.config import (
+    ConfigError,
+    ContextConfig,
+    DenoiserConfig,
+    FeatureConfig,
+    PipelineConfig,
+    TrainerConfig,
+    load_config,
+)
 from components.models.denoiser import multi_resolution_stft_loss
 from components.models.model import build_model, input_keys
 from components.training import loop as training_loop
@@ -132,8 +140,8 @@ def test_denoise_objective_trains_the_denoiser_and_leaves_the_classifier():
 def test_objectives_that_train_the_denoiser_need_it_enabled():
     with pytest.raises(ValueError, match="trainer.objective=joint trains the denoiser"):
         TrainerConfig(objective="joint")
-    with pytest.raises(ValueError, match="trainer.objective 'both'"):
-        TrainerConfig(objective="both", denoiser=SMALL)
+    with pytest.raises(ConfigError, match="trainer.objective: got 'both', expected 'classify', 'denoise' or 'joint'"):
+        load_config(None, ["trainer.objective=both", "trainer.denoiser.enabled=true"])
     with pytest.raises(ValueError, match="min_si_snr_improvement_db gates the denoiser"):
         PipelineConfig.from_dict({"evaluator": {"min_si_snr_improvement_db": 3.0}})
     assert PipelineConfig.from_dict({"evaluator": {"min_si_snr_improvement_db": 3.0},

@@ -15,7 +15,7 @@ from components import features
 from components.audio import wav_io as audio_io
 from components.audio.snr import snr_db
 from components.config import FeatureConfig, SpecAugmentConfig
-from components.transform.preprocessing import preprocessing as transform
+from components.transform import preprocessing as transform
 from tests.audio_helpers import tone
 
 

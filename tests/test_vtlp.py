@@ -7,7 +7,7 @@ from components import features
 from components.config import FeatureConfig, VtlpConfig
 from components.models import model
 from components.training import vtlp
-from components.transform.preprocessing import preprocessing as transform
+from components.transform import preprocessing as transform
 
 CFG = FeatureConfig(clip_seconds=0.5)
 
