@@ -2,7 +2,10 @@
 against RNNoise and noisereduce.
 
     .venv/bin/python -m benchmarks.heldout_denoise --model outputs/demo/serving \
-        [--out benchmarks/RESULTS-heldout_denoise.md]
+        [--model NAME=DIR ...] [--out benchmarks/RESULTS-heldout_denoise.md]
+
+Several models (`--model NAME=DIR`, repeated) are scored in one run on the same mixtures, so the
+first table holds one row per model beside the baselines.
 
 Each held-out voice (pipeline/datagen/heldout.py: flite, and espeak-ng variants the training
 never uses) speaks a few call-center sentences in one recording of several seconds; each
@@ -23,7 +26,7 @@ import soundfile
 import tensorflow as tf
 
 import pipeline  # noqa: F401  (TF_USE_LEGACY_KERAS before TensorFlow)
-from benchmarks.denoise_baselines import pushed_model, with_project
+from benchmarks.denoise_baselines import METHODS, PROJECT, pushed_model
 from benchmarks.report import publish
 from components import features
 from components.audio import channel, mixing
@@ -70,12 +73,19 @@ def denoise_wav(model_dir: str):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--model", default=None, help="pushed model (or the Pusher's base directory)")
+    parser.add_argument("--model", action="append", default=[], metavar="[NAME=]DIR",
+                        help="a pushed model (or the Pusher's base directory); repeat to compare several")
     parser.add_argument("--voices", type=int, default=0, help="first N held-out voices (0: all)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
-    methods, note = with_project(args.model, denoise_wav, " (`denoise_wav`)")
+    methods, notes = dict(METHODS), []
+    for given in args.model:
+        name, _, path = given.rpartition("=")
+        name = name or (PROJECT if len(args.model) == 1 else path)
+        model_dir, methods[name] = denoise_wav(path)
+        notes.append(f"{name}: {model_dir}")
+    note = f" Models (`denoise_wav`): {'; '.join(notes)}." if notes else ""
     rng = np.random.default_rng(args.seed + 1)
     clean_recordings = recordings(args.seed, args.voices)
     scores = collections.defaultdict(list)  # (method, metric, channel, kind, snr) -> values
@@ -103,18 +113,29 @@ def main():
              f"recordings of {np.mean([len(c) for c in clean_recordings.values()]) / features.SAMPLE_RATE:.1f} s "
              f"on average ({seconds / 60:.1f} min of audio per method, {time.time() - started:.0f} s wall).{note}",
              "Mean improvement in dB over the whole recording, averaged over the three SNRs.", ""]
+
+    def mean(method, name, chans, kind=None, snr=None):
+        values = [v for (m, n, c, k, s), vs in scores.items() for v in vs
+                  if m == method and n == name and c in chans and kind in (None, k) and snr in (None, s)]
+        return f"{np.mean(values):.2f}" if values else "-"
+    lines += ["**SI-SNR improvement, a row per method** (both channels per noise kind; each channel; all)", "",
+              "| method | " + " | ".join(kinds) + " | " + " | ".join(heldout_data.CHANNELS) + " | all |",
+              "| --- | " + " | ".join("---" for _ in (*kinds, *heldout_data.CHANNELS)) + " | --- |"]
+    for method in methods:
+        by_kind = (mean(method, "SI-SNRi", heldout_data.CHANNELS, kind=k) for k in kinds)
+        lines.append(f"| {method} | " + " | ".join(by_kind)
+                     + " | " + " | ".join(mean(method, "SI-SNRi", (c,)) for c in heldout_data.CHANNELS)
+                     + f" | {mean(method, 'SI-SNRi', heldout_data.CHANNELS)} |")
+    lines.append("")
     for ch in heldout_data.CHANNELS + ("both",):
         chans = heldout_data.CHANNELS if ch == "both" else (ch,)
         lines += [f"**{ch}**", "", "| method | metric | " + " | ".join(kinds) + " | 0 dB | 5 dB | 10 dB | all |",
                   "| --- | --- | " + " | ".join("---" for _ in kinds) + " | --- | --- | --- | --- |"]
         for method in methods:
             for name in ("SI-SNRi", "SNRi"):
-                def mean(kind=None, snr=None):
-                    values = [v for (m, n, c, k, s), vs in scores.items() for v in vs
-                              if m == method and n == name and c in chans and kind in (None, k) and snr in (None, s)]
-                    return f"{np.mean(values):.2f}" if values else "-"
-                lines.append(f"| {method} | {name} | " + " | ".join(mean(kind=k) for k in kinds) + " | "
-                             + " | ".join(mean(snr=s) for s in SNRS_DB) + f" | {mean()} |")
+                lines.append(f"| {method} | {name} | " + " | ".join(mean(method, name, chans, kind=k) for k in kinds)
+                             + " | " + " | ".join(mean(method, name, chans, snr=s) for s in SNRS_DB)
+                             + f" | {mean(method, name, chans)} |")
         lines.append("")
     publish("Held-out denoising on whole recordings", "\n".join(lines), args.out)
 
