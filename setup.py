@@ -33,7 +33,7 @@ setup(
     ],
     entry_points={"console_scripts": ["tfx-audio=pipeline.cli:console"]},
     extras_require={
-        "test": ["pytest>=8", "pytest-timeout", "pytest-xdist"],
-        "bench": ["noisereduce>=3", "pyrnnoise>=0.4", "fast-bss-eval>=0.1"],
+        "test": ["pytest>=8", "pytest-timeout", "pytest-xdist", "ruff"],
+        "bench": ["noisereduce>=3", "pyrnnoise>=0.4", "fast-bss-eval>=0.1", "pystoi>=0.4"],
     },
 )

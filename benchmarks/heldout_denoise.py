@@ -14,24 +14,18 @@ realizations) at 0, 5 and 10 dB, on the wideband channel and through a mobile ca
 (AMR-NB; its reference is the call of the clean speech). Every method enhances the whole
 recording: the model through its `denoise_wav` signature (any length, chunked), RNNoise
 (pyrnnoise, 48 kHz, its 20-ms delay removed) and noisereduce (spectral gating). The score is
-the SI-SNR (and SNR) improvement over the whole recording, against the clean reference.
+the SI-SNR and SNR improvement and the STOI change over the whole recording, against the clean
+reference (benchmarks/whole_recordings.py).
 """
 import argparse
-import collections
-import io
-import time
 
 import numpy as np
-import soundfile
-import tensorflow as tf
 
 import pipeline  # noqa: F401  (TF_USE_LEGACY_KERAS before TensorFlow)
-from benchmarks.denoise_baselines import METHODS, PROJECT, pushed_model
+from benchmarks import whole_recordings
 from benchmarks.report import publish
 from components import features
 from components.audio import channel, mixing
-from components.audio import wav_io as audio_io
-from components.audio.snr import improvement_db, si_snr_db, snr_db
 from pipeline.datagen import heldout as heldout_data
 
 SENTENCES = (
@@ -57,18 +51,17 @@ def recordings(seed: int, voice_count: int = 0):
     return out
 
 
-def denoise_wav(model_dir: str):
-    """The pushed model's whole-recording signature, as a method."""
-    model_dir = pushed_model(model_dir)
-    signature = tf.saved_model.load(model_dir).signatures["denoise_wav"]
-
-    def enhance(noisy: np.ndarray, sr: int) -> np.ndarray:
-        out = signature(wav=tf.constant(audio_io.encode_pcm16_wav(noisy)))
-        enhanced, rate = soundfile.read(io.BytesIO(out[features.OUT_ENHANCED_WAV].numpy()), dtype="float32")
-        assert rate == sr and len(enhanced) == len(noisy)
-        return enhanced
-
-    return model_dir, enhance
+def mixtures(clean_recordings, seed: int):
+    """(noise kind, SNR, channel, noisy, reference) of every held-out condition, seeded."""
+    rng = np.random.default_rng(seed + 1)
+    for clean in clean_recordings.values():
+        for kind in heldout_data.HELDOUT_NOISE_KINDS:
+            for snr in SNRS_DB:
+                noise = heldout_data.make_noise(kind, int(rng.integers(2 ** 31)), len(clean) / features.SAMPLE_RATE + 1)
+                noisy, reference = mixing.mix_at_snr(clean, noise, snr, rng)
+                for ch in heldout_data.CHANNELS:
+                    mode = int(rng.integers(len(channel.AMR_NB_KBPS)))
+                    yield kind, snr, ch, heldout_data.carry(noisy, ch, mode), heldout_data.carry(reference, ch, mode)
 
 
 def main():
@@ -79,64 +72,19 @@ def main():
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
-    methods, notes = dict(METHODS), []
-    for given in args.model:
-        name, _, path = given.rpartition("=")
-        name = name or (PROJECT if len(args.model) == 1 else path)
-        model_dir, methods[name] = denoise_wav(path)
-        notes.append(f"{name}: {model_dir}")
-    note = f" Models (`denoise_wav`): {'; '.join(notes)}." if notes else ""
-    rng = np.random.default_rng(args.seed + 1)
+    methods, note = whole_recordings.methods_with(args.model)
     clean_recordings = recordings(args.seed, args.voices)
-    scores = collections.defaultdict(list)  # (method, metric, channel, kind, snr) -> values
-    seconds = 0.0
-    started = time.time()
-    for group, clean in clean_recordings.items():
-        for kind in heldout_data.HELDOUT_NOISE_KINDS:
-            for snr in SNRS_DB:
-                noise = heldout_data.make_noise(kind, int(rng.integers(2 ** 31)), len(clean) / features.SAMPLE_RATE + 1)
-                noisy, reference = mixing.mix_at_snr(clean, noise, snr, rng)
-                for ch in heldout_data.CHANNELS:
-                    mode = int(rng.integers(len(channel.AMR_NB_KBPS)))
-                    x, ref = heldout_data.carry(noisy, ch, mode), heldout_data.carry(reference, ch, mode)
-                    seconds += len(x) / features.SAMPLE_RATE
-                    for method, enhance in methods.items():
-                        enhanced = enhance(x, features.SAMPLE_RATE).astype(np.float32)
-                        for name, metric in (("SI-SNRi", si_snr_db), ("SNRi", snr_db)):
-                            value = improvement_db(metric, ref, x, enhanced)
-                            if value is not None:
-                                scores[(method, name, ch, kind, snr)].append(value)
+    scores, seconds, wall = whole_recordings.score(mixtures(clean_recordings, args.seed), methods)
     kinds = heldout_data.HELDOUT_NOISE_KINDS
+    count = sum(len(v) for k, v in scores.items() if k[:2] == (next(iter(methods)), "SI-SNRi"))
     lines = [f"{len(clean_recordings)} held-out voices x {len(kinds)} held-out noise kinds x SNRs "
              f"{', '.join(f'{s:g}' for s in SNRS_DB)} dB x channels {', '.join(heldout_data.CHANNELS)}: "
-             f"{sum(len(v) for k, v in scores.items() if k[:2] == (next(iter(methods)), 'SI-SNRi'))} whole "
-             f"recordings of {np.mean([len(c) for c in clean_recordings.values()]) / features.SAMPLE_RATE:.1f} s "
-             f"on average ({seconds / 60:.1f} min of audio per method, {time.time() - started:.0f} s wall).{note}",
-             "Mean improvement in dB over the whole recording, averaged over the three SNRs.", ""]
-
-    def mean(method, name, chans, kind=None, snr=None):
-        values = [v for (m, n, c, k, s), vs in scores.items() for v in vs
-                  if m == method and n == name and c in chans and kind in (None, k) and snr in (None, s)]
-        return f"{np.mean(values):.2f}" if values else "-"
-    lines += ["**SI-SNR improvement, a row per method** (both channels per noise kind; each channel; all)", "",
-              "| method | " + " | ".join(kinds) + " | " + " | ".join(heldout_data.CHANNELS) + " | all |",
-              "| --- | " + " | ".join("---" for _ in (*kinds, *heldout_data.CHANNELS)) + " | --- |"]
-    for method in methods:
-        by_kind = (mean(method, "SI-SNRi", heldout_data.CHANNELS, kind=k) for k in kinds)
-        lines.append(f"| {method} | " + " | ".join(by_kind)
-                     + " | " + " | ".join(mean(method, "SI-SNRi", (c,)) for c in heldout_data.CHANNELS)
-                     + f" | {mean(method, 'SI-SNRi', heldout_data.CHANNELS)} |")
-    lines.append("")
-    for ch in heldout_data.CHANNELS + ("both",):
-        chans = heldout_data.CHANNELS if ch == "both" else (ch,)
-        lines += [f"**{ch}**", "", "| method | metric | " + " | ".join(kinds) + " | 0 dB | 5 dB | 10 dB | all |",
-                  "| --- | --- | " + " | ".join("---" for _ in kinds) + " | --- | --- | --- | --- |"]
-        for method in methods:
-            for name in ("SI-SNRi", "SNRi"):
-                lines.append(f"| {method} | {name} | " + " | ".join(mean(method, name, chans, kind=k) for k in kinds)
-                             + " | " + " | ".join(mean(method, name, chans, snr=s) for s in SNRS_DB)
-                             + f" | {mean(method, name, chans)} |")
-        lines.append("")
+             f"{count} whole recordings of "
+             f"{np.mean([len(c) for c in clean_recordings.values()]) / features.SAMPLE_RATE:.1f} s "
+             f"on average ({seconds / 60:.1f} min of audio per method, {wall:.0f} s wall).{note}",
+             "Mean improvement over the whole recording (SI-SNR and SNR in dB, STOI in its 0-1 units), averaged "
+             "over the three SNRs.", ""]
+    lines += whole_recordings.tables(scores, list(methods), kinds, heldout_data.CHANNELS, SNRS_DB)
     publish("Held-out denoising on whole recordings", "\n".join(lines), args.out)
 
 

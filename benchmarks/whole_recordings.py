@@ -1,0 +1,108 @@
+"""Denoisers scored on whole recordings, shared by the held-out benchmarks: every method enhances
+every noisy recording in one pass (the project's models through their `denoise_wav` signature,
+RNNoise and noisereduce), each scored against the clean reference as the channel delivered it, and
+the tables: one row per method, then per channel and metric."""
+import collections
+import io
+import time
+from typing import Callable, Dict, Iterable, List, Sequence, Tuple
+
+import numpy as np
+import soundfile
+import tensorflow as tf
+from pystoi import stoi
+
+from benchmarks.denoise_baselines import METHODS, PROJECT, pushed_model
+from components import features
+from components.audio import wav_io as audio_io
+from components.audio.snr import improvement_db, si_snr_db, snr_db
+
+Method = Callable[[np.ndarray, int], np.ndarray]
+
+
+def _stoi_change(reference: np.ndarray, noisy: np.ndarray, enhanced: np.ndarray) -> float:
+    """STOI (Taal et al. 2011, pystoi) of the enhanced audio less the noisy audio's."""
+    sr = features.SAMPLE_RATE
+    return stoi(reference, enhanced, sr) - stoi(reference, noisy, sr)
+
+
+METRICS = {  # name -> f(reference, noisy, enhanced); None when undefined (a silent reference)
+    "SI-SNRi": lambda ref, x, y: improvement_db(si_snr_db, ref, x, y),
+    "SNRi": lambda ref, x, y: improvement_db(snr_db, ref, x, y),
+    "STOIi": _stoi_change,
+}
+
+
+def denoise_wav(model_dir: str) -> Tuple[str, Method]:
+    """A pushed model's whole-recording signature, as a method."""
+    model_dir = pushed_model(model_dir)
+    signature = tf.saved_model.load(model_dir).signatures["denoise_wav"]
+
+    def enhance(noisy: np.ndarray, sr: int) -> np.ndarray:
+        out = signature(wav=tf.constant(audio_io.encode_pcm16_wav(noisy)))
+        enhanced, rate = soundfile.read(io.BytesIO(out[features.OUT_ENHANCED_WAV].numpy()), dtype="float32")
+        assert rate == sr and len(enhanced) == len(noisy)
+        return enhanced
+
+    return model_dir, enhance
+
+
+def methods_with(models: Sequence[str]) -> Tuple[Dict[str, Method], str]:
+    """The baselines and each `[NAME=]DIR` model; and a note naming the models."""
+    methods, notes = dict(METHODS), []
+    for given in models:
+        name, _, path = given.rpartition("=")
+        name = name or (PROJECT if len(models) == 1 else path)
+        model_dir, methods[name] = denoise_wav(path)
+        notes.append(f"{name}: {model_dir}")
+    return methods, (f" Models (`denoise_wav`): {'; '.join(notes)}." if notes else "")
+
+
+def score(mixtures: Iterable[Tuple[str, float, str, np.ndarray, np.ndarray]], methods: Dict[str, Method]):
+    """Scores every method on every (noise kind, SNR, channel, noisy, reference) recording;
+    returns ({(method, metric, channel, kind, snr): [values]}, seconds of audio, wall seconds)."""
+    scores: Dict[tuple, List[float]] = collections.defaultdict(list)
+    seconds, started = 0.0, time.time()
+    for kind, snr, ch, x, ref in mixtures:
+        seconds += len(x) / features.SAMPLE_RATE
+        for method, enhance in methods.items():
+            enhanced = enhance(x, features.SAMPLE_RATE).astype(np.float32)
+            for name, metric in METRICS.items():
+                value = metric(ref, x, enhanced)
+                if value is not None:
+                    scores[(method, name, ch, kind, snr)].append(value)
+    return scores, seconds, time.time() - started
+
+
+def tables(scores, methods: Sequence[str], kinds: Sequence[str], channels: Sequence[str],
+           snrs: Sequence[float]) -> List[str]:
+    """The summary (a row per method: SI-SNRi and STOIi per kind, per channel, all), then per channel."""
+    def mean(method, name, chans, kind=None, snr=None, digits=2):
+        values = [v for (m, n, c, k, s), vs in scores.items() for v in vs
+                  if m == method and n == name and c in chans and kind in (None, k) and snr in (None, s)]
+        return f"{np.mean(values):.{digits}f}" if values else "-"
+
+    lines = []
+    for name, digits in (("SI-SNRi", 2), ("STOIi", 3)):
+        lines += [f"**{name}, a row per method** (both channels per noise kind; each channel; all)", "",
+                  "| method | " + " | ".join((*kinds, *channels)) + " | all |",
+                  "| --- | " + " | ".join("---" for _ in (*kinds, *channels)) + " | --- |"]
+        for method in methods:
+            cells = [mean(method, name, channels, kind=k, digits=digits) for k in kinds]
+            cells += [mean(method, name, (c,), digits=digits) for c in channels]
+            lines.append(f"| {method} | " + " | ".join(cells) + f" | {mean(method, name, channels, digits=digits)} |")
+        lines.append("")
+    for ch in (*channels, "both"):
+        chans = channels if ch == "both" else (ch,)
+        lines += [f"**{ch}**", "", "| method | metric | " + " | ".join(kinds) + " | "
+                  + " | ".join(f"{s:g} dB" for s in snrs) + " | all |",
+                  "| --- | --- | " + " | ".join("---" for _ in (*kinds, *snrs)) + " | --- |"]
+        for method in methods:
+            for name in METRICS:
+                digits = 3 if name == "STOIi" else 2
+                cells = [mean(method, name, chans, kind=k, digits=digits) for k in kinds]
+                cells += [mean(method, name, chans, snr=s, digits=digits) for s in snrs]
+                total = mean(method, name, chans, digits=digits)
+                lines.append(f"| {method} | {name} | " + " | ".join(cells) + f" | {total} |")
+        lines.append("")
+    return lines
