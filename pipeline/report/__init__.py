@@ -1,6 +1,6 @@
 """The run report: one HTML page per run (`tfx-audio report`, and the last step of
 `tfx-audio run`) showing what went in, how training went, how the model does per
-class and per kind of noise, and how its audio sounds (README: "The run report")."""
+class and per kind of noise, and how its audio sounds (docs/operations.md, "Where outputs go")."""
 from __future__ import annotations
 
 import os
