@@ -101,8 +101,15 @@ class AugmentConfig:
 
 @dataclasses.dataclass
 class DenoiserConfig:
-    """The denoiser front end (components/models/denoiser.py): STFT, conv + BiGRU mask, inverse STFT."""
+    """The denoiser front end: STFT, conv + BiGRU mask, inverse STFT (components/models/denoiser.py), or
+    DTLN's two causal LSTM stages (components/models/dtln.py)."""
     enabled: Bool = setting(False, "on: the classifier consumes the enhanced audio")
+    design: Literal["conv_bigru", "dtln"] = setting(
+        "conv_bigru", "conv_bigru: a conv + bidirectional GRU mask over the whole window (not causal); dtln: "
+                      "Westhausen & Meyer's dual-signal transformation LSTM network (Interspeech 2020), "
+                      "causal, one frame_length of latency")
+    lstm_units: PositiveInt = setting(128, "dtln: units of each of its two LSTM layers per stage")
+    encoder_size: PositiveInt = setting(256, "dtln: size of its second stage's learned frame encoding")
     frame_length: PositiveInt = setting(512, "32 ms")
     frame_step: PositiveInt = setting(128, "8 ms")
     fft_length: PositiveInt = setting(512, "FFT size of the denoiser's STFT")
@@ -167,6 +174,9 @@ class TrainerConfig:
         "classify", "classify: cross-entropy; denoise: -SI-SNR only (classifier untouched); joint: cross- "
                     "entropy + denoise_weight * -SI-SNR. SI-SNR counts only examples with a clean reference.")
     denoise_weight: NonNegative = setting(1.0, "the lambda of the joint objective")
+    denoise_loss: Literal["si_snr", "snr"] = setting(
+        "si_snr", "the denoising term's measure: si_snr (scale-invariant: the output's level is free) or snr "
+                  "(DTLN's negative SNR: the output keeps the reference's level)")
     stft_loss_weight: NonNegative = setting(
         0.0, "The denoising term is -SI-SNR + stft_loss_weight x the multi-resolution STFT loss (spectral "
              "convergence + log-magnitude distance at 3 resolutions, Parallel WaveGAN's), per reference.")

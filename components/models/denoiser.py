@@ -18,6 +18,7 @@ import tensorflow as tf
 import tf_keras as keras
 
 from components.config import DenoiserConfig
+from components.models.dtln import DTLN
 
 _EPS = 1e-8
 
@@ -81,6 +82,11 @@ class Denoiser(keras.Model):
         return self.waveform(masked, tf.shape(waveform)[1])
 
 
+def build_denoiser(cfg: DenoiserConfig) -> keras.Model:
+    """The denoiser `cfg.design` names: this module's conv + BiGRU mask, or DTLN (components/models/dtln.py)."""
+    return DTLN(cfg) if cfg.design == "dtln" else Denoiser(cfg)
+
+
 def si_snr(reference: tf.Tensor, estimate: tf.Tensor, valid: tf.Tensor) -> tf.Tensor:
     """Per-example SI-SNR in dB over the valid samples: [B, T] x [B, T] x [B, T] 0/1 -> [B].
 
@@ -97,6 +103,16 @@ def si_snr(reference: tf.Tensor, estimate: tf.Tensor, valid: tf.Tensor) -> tf.Te
     target = scale * reference
     noise = estimate - target
     ratio = (tf.reduce_sum(target * target, -1) + _EPS) / (tf.reduce_sum(noise * noise, -1) + _EPS)
+    return 10.0 * tf.math.log(ratio) / tf.math.log(10.0)
+
+
+def snr(reference: tf.Tensor, estimate: tf.Tensor, valid: tf.Tensor) -> tf.Tensor:
+    """Per-example SNR in dB over the valid samples, not scale-invariant (DTLN's training measure,
+    Westhausen & Meyer 2020): [B, T] x [B, T] x [B, T] 0/1 -> [B]."""
+    valid = tf.cast(valid, tf.float32)
+    reference = tf.cast(reference, tf.float32) * valid
+    noise = tf.cast(estimate, tf.float32) * valid - reference
+    ratio = (tf.reduce_sum(reference * reference, -1) + _EPS) / (tf.reduce_sum(noise * noise, -1) + _EPS)
     return 10.0 * tf.math.log(ratio) / tf.math.log(10.0)
 
 

@@ -21,7 +21,7 @@ import transformers
 
 from components import features
 from components.config import FeatureConfig, TrainerConfig, Wav2Vec2Config
-from components.models.denoiser import Denoiser
+from components.models.denoiser import build_denoiser
 from components.training import context, vtlp
 from components.transform.preprocessing import log_mel, normalize, spec_augment_batch
 
@@ -122,7 +122,7 @@ class AudioModel(keras.Model):
     the Transform's normalization of the noisy audio; SpecAugment when training), or
     re-normalized per utterance for wav2vec2."""
 
-    def __init__(self, backbone: keras.Model, backbone_name: str, denoiser: Denoiser | None = None,
+    def __init__(self, backbone: keras.Model, backbone_name: str, denoiser: keras.Model | None = None,
                  feature_cfg: FeatureConfig | None = None, trainer_cfg: TrainerConfig | None = None, **kwargs):
         super().__init__(name="audio_model", **kwargs)
         self.backbone = backbone
@@ -172,7 +172,7 @@ def build_model(cfg: TrainerConfig, feature_cfg: FeatureConfig, num_classes: int
         backbone = _logmel_cnn(feature_cfg.num_frames, feature_cfg.num_mel_bins, num_classes)
     else:
         backbone = _wav2vec2(cfg.wav2vec2, num_classes, feature_cfg.num_samples)
-    denoiser = Denoiser(cfg.denoiser) if cfg.denoiser.enabled else None
+    denoiser = build_denoiser(cfg.denoiser) if cfg.denoiser.enabled else None
     model = AudioModel(backbone, cfg.backbone, denoiser, feature_cfg, cfg)
     n = feature_cfg.num_samples
     model({features.WAVEFORM: tf.zeros([1, n]), features.NUM_SAMPLES: tf.constant([n], tf.int64),

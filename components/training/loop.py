@@ -20,7 +20,7 @@ from transformers.optimization_tf import WarmUp
 
 from components import features
 from components.config import TrainerConfig
-from components.models.denoiser import multi_resolution_stft_loss, si_snr
+from components.models.denoiser import multi_resolution_stft_loss, si_snr, snr
 from components.training import context
 
 PRECISIONS = ("float32", "mixed_float16", "mixed_bfloat16")
@@ -85,9 +85,12 @@ def make_loss(cfg: TrainerConfig):
     denoise_weight = {"classify": 0.0, "denoise": 1.0, "joint": cfg.denoise_weight}[cfg.objective]
 
     def denoise_term(reference, enhanced, valid, weights):
-        """(summed -SI-SNR [+ STFT loss] over the weighted examples, summed SI-SNR)."""
+        """(summed -SI-SNR or -SNR [+ STFT loss] over the weighted examples, summed SI-SNR)."""
         si_snr_sum = tf.reduce_sum(si_snr(reference, enhanced, valid) * weights)
-        term = -si_snr_sum
+        if cfg.denoise_loss == "si_snr":
+            term = -si_snr_sum
+        else:
+            term = -tf.reduce_sum(snr(reference, enhanced, valid) * weights)
         if cfg.stft_loss_weight:
             term += cfg.stft_loss_weight * tf.reduce_sum(
                 multi_resolution_stft_loss(reference, enhanced, valid) * weights)

@@ -1,0 +1,73 @@
+"""DTLN, the dual-signal transformation LSTM network of Westhausen & Meyer (Interspeech 2020;
+github.com/breizhn/DTLN, TensorFlow): a causal denoiser of about a million parameters, chosen because
+it is a published, real-time design in this stack's own framework. Two stages, frame by frame:
+
+1. STFT of 32-ms frames every 8 ms (rectangular window) -> log magnitude, instant layer norm ->
+   two LSTM layers -> a [0, 1] gain per bin on the magnitude, the noisy phase kept -> inverse FFT:
+   enhanced frames.
+2. Those frames -> a learned encoding (a 1x1 convolution) -> instant layer norm -> two LSTM layers
+   -> a [0, 1] gain on the encoding -> a learned decoding back to frames -> overlap-add.
+
+Every layer looks at the current and past frames only, so the latency is one frame (32 ms). The
+normalized-input variant (DTLN_norm: instant layer norm of the log magnitude) is the one taken, since
+call levels vary. Works on [B, samples] waveforms of any length, like `denoiser.Denoiser`.
+"""
+from __future__ import annotations
+
+import tensorflow as tf
+import tf_keras as keras
+
+from components.config import DenoiserConfig
+
+
+class InstantLayerNorm(keras.layers.Layer):
+    """DTLN's instant layer normalization: each frame normalized over its features, then a learned
+    per-feature gain and bias (keras' LayerNormalization computes the same; kept under the paper's
+    name for the block diagram)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.norm = keras.layers.LayerNormalization(axis=-1, epsilon=1e-7)
+
+    def call(self, x):
+        return self.norm(x)
+
+
+def _separation(units: int, size: int, name: str) -> keras.Sequential:
+    """Two causal LSTM layers and a sigmoid gain of `size` per frame (DTLN's separation kernel)."""
+    return keras.Sequential([keras.layers.LSTM(units, return_sequences=True), keras.layers.Dropout(0.25),
+                             keras.layers.LSTM(units, return_sequences=True),
+                             keras.layers.Dense(size, activation="sigmoid", dtype="float32")], name=name)
+
+
+class DTLN(keras.Model):
+    def __init__(self, cfg: DenoiserConfig, **kwargs):
+        super().__init__(name="denoiser", **kwargs)
+        self.cfg = cfg
+        bins = cfg.frame_length // 2 + 1
+        self.norm_1 = InstantLayerNorm(name="norm_1")
+        self.stage_1 = _separation(cfg.lstm_units, bins, "stage_1")
+        self.encoder = keras.layers.Conv1D(cfg.encoder_size, 1, use_bias=False, name="encoder")
+        self.norm_2 = InstantLayerNorm(name="norm_2")
+        self.stage_2 = _separation(cfg.lstm_units, cfg.encoder_size, "stage_2")
+        self.decoder = keras.layers.Conv1D(cfg.frame_length, 1, use_bias=False, dtype="float32", name="decoder")
+
+    def call(self, waveform: tf.Tensor, training: bool = False) -> tf.Tensor:
+        cfg = self.cfg
+        samples = tf.shape(waveform)[1]
+        # Padded by a frame less one hop at the start (each output sample then lies under full frames)
+        # and to whole frames at the end; the output is cut back to the input's samples.
+        pad = cfg.frame_length - cfg.frame_step
+        x = tf.pad(tf.cast(waveform, tf.float32), [[0, 0], [pad, pad]])
+        frames = tf.signal.frame(x, cfg.frame_length, cfg.frame_step, pad_end=True)  # [B, F, frame_length]
+        spectrum = tf.signal.rfft(frames)
+        magnitude = tf.abs(spectrum)
+        features_1 = self.norm_1(tf.cast(tf.math.log(magnitude + 1e-7), self.compute_dtype))
+        gain_1 = tf.cast(self.stage_1(features_1, training=training), tf.float32)
+        phase = spectrum / tf.cast(tf.maximum(magnitude, 1e-12), tf.complex64)
+        frames_1 = tf.signal.irfft(tf.cast(magnitude * gain_1, tf.complex64) * phase)
+        encoded = self.encoder(tf.cast(frames_1, self.compute_dtype))
+        gain_2 = tf.cast(self.stage_2(self.norm_2(encoded), training=training), self.compute_dtype)
+        decoded = tf.cast(self.decoder(encoded * gain_2), tf.float32)
+        audio = tf.signal.overlap_and_add(decoded, cfg.frame_step)
+        return audio[:, pad:pad + samples]

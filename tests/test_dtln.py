@@ -1,0 +1,74 @@
+"""DTLN (components/models/dtln.py): causal with one frame of latency, the paper's size, any length in
+and out, every weight trained by the SNR loss, and float32 out under mixed precision."""
+import numpy as np
+import pytest
+import tensorflow as tf
+import tf_keras as keras
+
+from components.config import DenoiserConfig, load_config
+from components.models import model as model_lib
+from components.models.denoiser import build_denoiser, snr
+from components.models.dtln import DTLN
+
+CFG = DenoiserConfig(enabled=True, design="dtln")
+
+
+def test_the_design_setting_builds_dtln():
+    assert isinstance(build_denoiser(CFG), DTLN)
+    assert not isinstance(build_denoiser(DenoiserConfig(enabled=True)), DTLN)
+
+
+def test_output_before_a_change_of_the_input_stays_the_same_up_to_one_frame():
+    denoiser = build_denoiser(CFG)
+    x = tf.random.normal([2, 12000], seed=1)
+    t = 7000
+    changed = tf.concat([x[:, :t], tf.random.normal([2, 12000 - t], seed=2)], axis=1)
+    before, after = denoiser(x), denoiser(changed)
+    latency = CFG.frame_length - 1
+    np.testing.assert_array_equal(before[:, :t - latency], after[:, :t - latency])  # the past: untouched
+    assert float(tf.reduce_max(tf.abs(before[:, t:] - after[:, t:]))) > 1e-3  # the changed part: changed
+
+
+def test_about_a_million_parameters_as_in_the_paper():
+    denoiser = build_denoiser(CFG)
+    denoiser(tf.zeros([1, 4000]))
+    assert 0.9e6 < denoiser.count_params() < 1.1e6  # DTLN: 0.99 M (Westhausen & Meyer 2020, Table 1)
+
+
+@pytest.mark.parametrize("samples", [1, 127, 513, 16001])
+def test_any_length_comes_back_at_its_length(samples):
+    assert build_denoiser(CFG)(tf.random.normal([1, samples], seed=3)).shape == (1, samples)
+
+
+def test_the_snr_loss_reaches_every_weight():
+    denoiser = build_denoiser(CFG)
+    clean = tf.random.normal([2, 8000], seed=4)
+    noisy = clean + 0.3 * tf.random.normal([2, 8000], seed=5)
+    with tf.GradientTape() as tape:
+        loss = -tf.reduce_mean(snr(clean, denoiser(noisy, training=True), tf.ones_like(clean)))
+    grads = tape.gradient(loss, denoiser.trainable_variables)
+    assert denoiser.trainable_variables and all(g is not None and float(tf.reduce_sum(tf.abs(g))) > 0 for g in grads)
+
+
+def test_snr_is_the_power_ratio_and_not_scale_invariant():
+    reference = tf.constant([[1.0, -1.0, 1.0, -1.0]])
+    estimate = reference + tf.constant([[0.1, 0.1, -0.1, -0.1]])  # noise power 1/100 of the signal's
+    np.testing.assert_allclose(snr(reference, estimate, tf.ones_like(reference)).numpy(), [20.0], atol=1e-4)
+    assert float(snr(reference, 2 * reference, tf.ones_like(reference))[0]) < 1  # twice as loud: 0 dB, not high
+
+
+def test_mixed_precision_gives_float32_audio():
+    keras.mixed_precision.set_global_policy("mixed_float16")
+    try:
+        out = build_denoiser(CFG)(tf.random.normal([1, 4000], seed=6))
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+    assert out.dtype == tf.float32 and bool(tf.reduce_all(tf.math.is_finite(out)))
+
+
+def test_the_whole_model_builds_with_it_as_the_front_end():
+    config = load_config(None, ["trainer.backbone=logmel_cnn", "trainer.denoiser.enabled=true",
+                                "trainer.denoiser.design=dtln", "trainer.objective=denoise",
+                                "trainer.denoise_loss=snr"])
+    built = model_lib.build_model(config.trainer, config.features, num_classes=3)
+    assert isinstance(built.denoiser, DTLN)
