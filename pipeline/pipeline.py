@@ -101,6 +101,11 @@ def create_pipeline(config: PipelineConfig, pipeline_root: Optional[str] = None,
         if "://" not in noise_base and not tf.io.gfile.glob(os.path.join(noise_base, "*", "*.wav")):
             raise ValueError(f"trainer.context.noise_base={noise_base}: no file matches <noise kind>/*.wav")
         custom_config["config"]["trainer"]["context"]["noise_base"] = noise_base
+    if config.trainer.denoiser.warm_start:  # read by the Trainer wherever it runs
+        warm_start = _absolute(config.trainer.denoiser.warm_start)
+        if "://" not in warm_start and not tf.io.gfile.exists(warm_start):
+            raise ValueError(f"trainer.denoiser.warm_start={warm_start}: no such file or model directory")
+        custom_config["config"]["trainer"]["denoiser"]["warm_start"] = warm_start
     transform = tfx.components.Transform(
         examples=example_gen.outputs["examples"],
         schema=configured_schema.outputs["schema"],

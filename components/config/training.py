@@ -110,6 +110,10 @@ class DenoiserConfig:
                       "causal, one frame_length of latency")
     lstm_units: PositiveInt = setting(128, "dtln: units of each of its two LSTM layers per stage")
     encoder_size: PositiveInt = setting(256, "dtln: size of its second stage's learned frame encoding")
+    warm_start: str = setting(
+        "", "denoiser weights to start from instead of random ones: a pushed model's "
+            "assets/denoiser.weights.h5, e.g. the project's pretrained one (pretrained/README.md); its design "
+            "and sizes must be these settings'. Not used when the Trainer resumes from a checkpoint")
     frame_length: PositiveInt = setting(512, "32 ms")
     frame_step: PositiveInt = setting(128, "8 ms")
     fft_length: PositiveInt = setting(512, "FFT size of the denoiser's STFT")
@@ -197,6 +201,9 @@ class TrainerConfig:
         if self.objective != "classify" and not self.denoiser.enabled:
             raise ValueError(f"trainer.objective={self.objective} trains the denoiser: "
                              f"set trainer.denoiser.enabled=true")
+        if self.denoiser.warm_start and not self.denoiser.enabled:
+            raise ValueError("trainer.denoiser.warm_start starts the denoiser from weights: set "
+                             "trainer.denoiser.enabled=true")
         if self.mel_norm == "utterance" and not (self.denoiser.enabled and self.backbone == "logmel_cnn"):
             raise ValueError("trainer.mel_norm=utterance normalizes the log-mel the model computes from the "
                              "denoiser's output (trainer.denoiser.enabled=true, trainer.backbone=logmel_cnn); "

@@ -23,6 +23,7 @@ from tfx import v1 as tfx
 
 from components import features, progress_lines
 from components.config import PipelineConfig
+from components.models import denoiser_weights
 from components.models.denoiser import si_snr
 from components.models.model import build_model, input_keys
 from components.serving.export import export_saved_model
@@ -125,6 +126,8 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
             logging.info("Resumed from %s at step %d of %d", restore_from, step, total_steps)
             resume.mark(fn_args.model_run_dir, resume.RESUMED_FILE,
                         json.dumps({"checkpoint": restore_from, "step": step}))
+        elif tcfg.denoiser.warm_start:  # a fresh run from the pretrained denoiser (a resumed one has its own)
+            denoiser_weights.load(model.denoiser, tcfg.denoiser.warm_start)
         # The data stream starts where the restored step left it (step 0 on a fresh run).
         train_ds = train_data.make_dataset(fn_args.train_files, tf_transform_output, global_batch, tcfg,
                                            training=True, start_step=_number(optimizer.iterations, int),
@@ -141,6 +144,8 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
         keras.mixed_precision.set_global_policy("float32")
     export_saved_model(model, tf_transform_output, input_keys(tcfg), cfg.features.num_samples,
                        fn_args.serving_model_dir)
+    if model.denoiser is not None:  # what trainer.denoiser.warm_start takes
+        denoiser_weights.save(model.denoiser, fn_args.serving_model_dir)
     resume.mark(fn_args.model_run_dir, resume.DONE_FILE, "")
     # The Evaluator and the Pusher run next in this process (LocalDagRunner): free the input
     # pipeline's buffers for them.
