@@ -36,7 +36,7 @@ from tfx.components.example_gen.base_example_gen_executor import _PartitionFn
 import pipeline  # noqa: F401  (TF_USE_LEGACY_KERAS before TensorFlow)
 from benchmarks.report import publish
 from components import features
-from components.audio import wav_io as audio_io
+from components.audio import wav_io
 from components.audio.snr import improvement_db, si_snr_db, snr_db
 from components.config import load_config
 
@@ -101,7 +101,7 @@ def project_denoiser(model_dir: str):
     serve = tf.saved_model.load(model_dir).signatures["serve_wav"]
 
     def enhance(noisy: np.ndarray, sr: int) -> np.ndarray:
-        out = serve(wav=tf.constant([audio_io.encode_pcm16_wav(noisy)]))
+        out = serve(wav=tf.constant([wav_io.encode_pcm16_wav(noisy)]))
         if features.OUT_ENHANCED_WAV not in out:
             raise ValueError(f"{model_dir} has no {features.OUT_ENHANCED_WAV} output: trained without the denoiser")
         enhanced, rate = soundfile.read(io.BytesIO(out[features.OUT_ENHANCED_WAV].numpy()[0]), dtype="float32")

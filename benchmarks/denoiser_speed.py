@@ -25,7 +25,7 @@ import pipeline  # noqa: F401,E402  (TF_USE_LEGACY_KERAS before TensorFlow)
 from benchmarks.denoise_baselines import pushed_model  # noqa: E402
 from benchmarks.report import publish  # noqa: E402
 from components import features  # noqa: E402
-from components.audio import wav_io as audio_io  # noqa: E402
+from components.audio import wav_io  # noqa: E402
 from components.config import load_config  # noqa: E402
 from components.models.denoiser import Denoiser  # noqa: E402
 
@@ -46,7 +46,7 @@ def _denoiser_case(mask: str, seconds: float):
 def _signature_case(model: str, seconds: float):
     signature = tf.saved_model.load(pushed_model(model)).signatures["denoise_wav"]
     rng = np.random.default_rng(0)
-    wav = tf.constant(audio_io.encode_pcm16_wav(0.1 * rng.standard_normal(int(seconds * features.SAMPLE_RATE))))
+    wav = tf.constant(wav_io.encode_pcm16_wav(0.1 * rng.standard_normal(int(seconds * features.SAMPLE_RATE))))
     signature(wav=wav)
     return (lambda: signature(wav=wav)[features.OUT_ENHANCED_WAV].numpy()), None
 

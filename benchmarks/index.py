@@ -29,11 +29,13 @@ def _command(text: str) -> str:
     return found.group(1) if found else ""
 
 
+_NOT_BENCHMARKS = {"__init__", "index", "report", "whole_recordings"}  # the helpers beside them
+
+
 def benchmarks():
-    """(module, results file) of every benchmark that has written its results."""
-    names = sorted(f for f in os.listdir(HERE) if f.startswith("RESULTS-") and f.endswith(".md"))
-    modules = [(name[len("RESULTS-"):-len(".md")], name) for name in names]
-    return [(module, name) for module, name in modules if os.path.exists(os.path.join(HERE, module + ".py"))]
+    """(module, results file) of every benchmark, whether or not it has written its results yet."""
+    modules = sorted(f[:-3] for f in os.listdir(HERE) if f.endswith(".py") and f[:-3] not in _NOT_BENCHMARKS)
+    return [(module, f"RESULTS-{module}.md") for module in modules]
 
 
 def markdown() -> str:
@@ -42,6 +44,9 @@ def markdown() -> str:
            "Each command writes its results file whole: the new run on top, the earlier ones kept under",
            "its History. This page is generated: `python -m benchmarks.index > benchmarks/README.md`.", ""]
     for module, results in benchmarks():
+        if not os.path.exists(os.path.join(HERE, results)):
+            out += [f"## {module}", "", _summary(module), "", f"Not run yet (its command writes {results}).", ""]
+            continue
         latest = _latest(results)
         date = re.search(r"^## Latest run \(([^)]*)\)", latest, re.M)
         out += [f"## {module}", "", _summary(module), "",

@@ -111,15 +111,15 @@ def _child_oneshot(recording: str, work: str, model: str) -> dict:
 
     import tensorflow as tf
 
-    from components.audio import wav_io as audio_io
+    from components.audio import wav_io
     from components.serving.recording import RecordingModel
 
     loaded = RecordingModel(model)
     loaded.denoise(recording, os.path.join(work, "chunked.wav"))
     chunked = soundfile.read(os.path.join(work, "chunked.wav"), dtype="float32")[0]
-    with audio_io.AudioFile(recording) as audio:
+    with wav_io.AudioFile(recording) as audio:
         whole = np.concatenate(list(audio.blocks_16k()))
-    wav = loaded._model.signatures["denoise_wav"](wav=tf.constant(audio_io.encode_pcm16_wav(whole)))
+    wav = loaded._model.signatures["denoise_wav"](wav=tf.constant(wav_io.encode_pcm16_wav(whole)))
     one_shot = soundfile.read(io.BytesIO(wav["enhanced_wav"].numpy()), dtype="float32")[0]
     error = np.mean((chunked - one_shot) ** 2)
     return {"chunked_vs_one_shot_db": float(10 * np.log10(np.mean(one_shot ** 2) / error))}

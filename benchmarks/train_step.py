@@ -19,7 +19,7 @@ from benchmarks.report import publish
 from components import features
 from components.config import FeatureConfig, TrainerConfig, Wav2Vec2Config
 from components.models.model import build_model, input_keys
-from components.training import loop as training_loop
+from components.training import loop
 
 TINY = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
             conv_dim=(32, 32, 32), conv_kernel=(8, 3, 3), conv_stride=(4, 2, 2),
@@ -44,12 +44,12 @@ def _batch(batch_size, feats: FeatureConfig, rng):
 
 def _step_fn(cfg, feats, batch):
     model = build_model(cfg, feats, 10)
-    optimizer = training_loop.build_optimizer(cfg, total_steps=1000)
+    optimizer = loop.build_optimizer(cfg, total_steps=1000)
     optimizer.build(model.trainable_variables)
     keys = set(input_keys(cfg))
     x = {k: v for k, v in batch[0].items() if k in keys}
     spec = ({k: tf.TensorSpec([None, *v.shape[1:]], v.dtype) for k, v in x.items()}, tf.TensorSpec([None], tf.int64))
-    step = training_loop.make_train_step(model, optimizer, tf.distribute.get_strategy(), spec,
+    step = loop.make_train_step(model, optimizer, tf.distribute.get_strategy(), spec,
                                          cfg.batch_size, 1)
     params = sum(int(np.prod(v.shape)) for v in model.trainable_variables)
     return step, (x, batch[1]), params

@@ -14,7 +14,7 @@ from pystoi import stoi
 
 from benchmarks.denoise_baselines import METHODS, PROJECT, pushed_model
 from components import features
-from components.audio import wav_io as audio_io
+from components.audio import wav_io
 from components.audio.snr import improvement_db, si_snr_db, snr_db
 
 Method = Callable[[np.ndarray, int], np.ndarray]
@@ -39,7 +39,7 @@ def denoise_wav(model_dir: str) -> Tuple[str, Method]:
     signature = tf.saved_model.load(model_dir).signatures["denoise_wav"]
 
     def enhance(noisy: np.ndarray, sr: int) -> np.ndarray:
-        out = signature(wav=tf.constant(audio_io.encode_pcm16_wav(noisy)))
+        out = signature(wav=tf.constant(wav_io.encode_pcm16_wav(noisy)))
         enhanced, rate = soundfile.read(io.BytesIO(out[features.OUT_ENHANCED_WAV].numpy()), dtype="float32")
         assert rate == sr and len(enhanced) == len(noisy)
         return enhanced

@@ -191,6 +191,12 @@ def _dispatch(args) -> int:
 VERBS = tuple(_VERBS)  # the verbs, in the order --help lists them
 
 
+def verb_table() -> str:
+    """The verbs and what each does, as the README's markdown table shows them (tests/test_docs.py)."""
+    rows = [f"| `tfx-audio {name}` | {verb.help} |" for name, verb in _VERBS.items()]
+    return "\n".join(["| command | what it does |", "| --- | --- |", *rows])
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     args = _parser().parse_args(argv)
     # Before TensorFlow and the Google clients load: TF's C++ start-up messages, and the Google

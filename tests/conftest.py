@@ -17,9 +17,9 @@ settings.load_profile("ci")
 @pytest.fixture(scope="session")
 def small_demo(tmp_path_factory):
     """A small generated keyword set: 4 words x 24 speakers, one noisy copy each."""
-    from pipeline.datagen import keywords as demo_data
+    from pipeline.datagen import keywords
 
     root = tmp_path_factory.mktemp("demo")
-    demo_data.generate(str(root / "audio"), str(root / "noise"), num_speakers=24,
-                       words=demo_data.WORDS[:4], noisy_per_clean=1, seed=3)
+    keywords.generate(str(root / "audio"), str(root / "noise"), num_speakers=24,
+                       words=keywords.WORDS[:4], noisy_per_clean=1, seed=3)
     return root / "audio"

@@ -134,12 +134,12 @@ def test_draws_are_the_seeds_alone():
 
 def test_the_training_stream_carries_each_example_s_new_length_to_the_model():
     from components.config import TrainerConfig
-    from components.training import input_pipeline as train_data
+    from components.training import input_pipeline
 
     cfg = TrainerConfig(backbone="wav2vec2", augment=AugmentConfig(speed_probability=1.0, speed_factors=[1.25]))
     noisy, clean, valid = _pair()
     batch = {features.WAVEFORM: tf.constant(noisy), features.CLEAN_WAVEFORM: tf.constant(clean),
              features.NUM_SAMPLES: tf.constant(valid)}
-    out = train_data.augmenter(cfg)(tf.zeros([4], tf.int64), tf.range(4, dtype=tf.int64), batch)
+    out = input_pipeline.augmenter(cfg)(tf.zeros([4], tf.int64), tf.range(4, dtype=tf.int64), batch)
     assert out[features.NUM_SAMPLES].dtype == tf.int64
     np.testing.assert_array_equal(out[features.NUM_SAMPLES], np.round(valid / 1.25))

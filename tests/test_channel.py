@@ -5,7 +5,7 @@ import scipy.signal
 
 from components import features
 from components.audio import channel
-from pipeline.datagen import keywords as demo_data
+from pipeline.datagen import keywords
 
 SR = features.SAMPLE_RATE
 
@@ -46,7 +46,7 @@ def test_mu_law_and_a_law_are_different_codes():
 
 
 def test_a_mobile_call_is_band_limited_aligned_and_coded_at_its_bit_rate():
-    speech = demo_data.speak("please stop the conveyor on line three", "en-us", 160, 50)
+    speech = keywords.speak("please stop the conveyor on line three", "en-us", 160, 50)
     narrow = channel.telephone(speech)  # the same band, coded almost transparently
     likeness = []
     for mode in (0, 7):

@@ -155,3 +155,13 @@ def test_schedule_without_a_host_or_with_a_bad_cron_is_bad_configuration(capsys,
     assert cli.main([*args, "--cron", "daily", "--host", "http://127.0.0.1:9"]) == 2
     assert "cron 'daily'" in capsys.readouterr().err
     assert kfp_jobs.cron("0 2 * * 1-5") == "0 0 2 * * 1-5" and kfp_jobs.cron("5 0 2 * * *") == "5 0 2 * * *"
+
+
+def test_settings_prints_every_setting_with_its_value_and_explanation(capsys):
+    from components.config import describe
+    assert cli.main(["settings", "--config", "pipeline/configs/demo.yaml", "--set", "trainer.epochs=7"]) == 0
+    out = capsys.readouterr().out
+    assert "trainer.epochs = 7  (default 5)\n    passes over the training split" in out
+    assert "trainer.backbone = 'logmel_cnn'  (default 'wav2vec2')" in out  # the config's value, beside the default
+    names = [s.name for s in describe.walk() if isinstance(s, describe.Setting)]
+    assert len(names) > 100 and all(f"\n{name} = " in "\n" + out for name in names)

@@ -11,8 +11,7 @@ import tensorflow as tf
 
 from components import features
 from components.config import AugmentConfig, ContextConfig, DenoiserConfig, TrainerConfig
-from components.training import context
-from components.training import input_pipeline as train_data
+from components.training import context, input_pipeline
 
 SR = features.SAMPLE_RATE
 ROW = 1000  # samples per clip in these tests
@@ -94,8 +93,8 @@ def test_the_training_stream_carries_the_sequences_to_the_model_and_the_loss(tmp
     batch = {**batch, features.WAVEFORM: tf.constant(clean + 0.1), features.NUM_SAMPLES: tf.constant([ROW] * 4,
                                                                                                     tf.int64),
              features.LABEL_ID: tf.constant([0, 1, 0, 1], tf.int64), features.HAS_CLEAN: tf.ones([4], tf.int64)}
-    out = train_data.augmenter(cfg, ROW)(tf.zeros([4], tf.int64), tf.range(4, dtype=tf.int64), batch)
-    x, y = train_data.model_io(cfg, out)
+    out = input_pipeline.augmenter(cfg, ROW)(tf.zeros([4], tf.int64), tf.range(4, dtype=tf.int64), batch)
+    x, y = input_pipeline.model_io(cfg, out)
     assert x[features.CONTEXT_NOISY].shape == y[features.CONTEXT_CLEAN].shape == (4, ROW)
     # The clips' own audio is left as it was: the sequences are beside it.
     np.testing.assert_array_equal(x[features.WAVEFORM], batch[features.WAVEFORM])

@@ -10,24 +10,23 @@ import pytest
 import soundfile
 
 from components.audio import snr as snr_metrics
-from pipeline.datagen import heldout as heldout_data
-from pipeline.datagen import keywords as demo_data
+from pipeline.datagen import heldout, keywords
 
 
 def test_no_held_out_voice_or_noise_kind_is_one_the_training_generates():
-    families = {group.split(":")[0] for group, *_ in heldout_data.voices(seed=0)}
-    assert families == {"flite", "espeak"}  # demo_data speaks through espeak-ng and Festival, never flite
-    trained = {name for _, name, *_ in demo_data.speakers(64, 0, demo_data.VARIANTS + demo_data.MORE_VARIANTS,
-                                                           festival=demo_data.FESTIVAL_SPEAKERS)}
-    assert not trained & {name for _, name, *_ in heldout_data.voices(seed=0)}
-    assert {n for n in trained if n.startswith("festival:")} == {f"festival:{demo_data.FESTIVAL_VOICE}"}
-    assert not {v.split("_")[0] for v in heldout_data.FLITE_VOICES} & {demo_data.FESTIVAL_VOICE.split("_")[0]}
-    variants = {name.split("+")[1] for group, name, *_ in heldout_data.voices(seed=0) if group.startswith("espeak")}
-    training = {v.lower() for v in demo_data.VARIANTS + demo_data.MORE_VARIANTS}
-    assert variants == set(heldout_data.HELDOUT_VARIANTS)
+    families = {group.split(":")[0] for group, *_ in heldout.voices(seed=0)}
+    assert families == {"flite", "espeak"}  # the keyword demo speaks through espeak-ng and Festival, never flite
+    trained = {name for _, name, *_ in keywords.speakers(64, 0, keywords.VARIANTS + keywords.MORE_VARIANTS,
+                                                           festival=keywords.FESTIVAL_SPEAKERS)}
+    assert not trained & {name for _, name, *_ in heldout.voices(seed=0)}
+    assert {n for n in trained if n.startswith("festival:")} == {f"festival:{keywords.FESTIVAL_VOICE}"}
+    assert not {v.split("_")[0] for v in heldout.FLITE_VOICES} & {keywords.FESTIVAL_VOICE.split("_")[0]}
+    variants = {name.split("+")[1] for group, name, *_ in heldout.voices(seed=0) if group.startswith("espeak")}
+    training = {v.lower() for v in keywords.VARIANTS + keywords.MORE_VARIANTS}
+    assert variants == set(heldout.HELDOUT_VARIANTS)
     # whole families: no training variant is a held-out one or one of its kin (steph2, anikaRobot...)
     assert not [t for t in training for v in variants if v.lower() in t], variants
-    assert not set(heldout_data.HELDOUT_NOISE_KINDS) & set(demo_data.NOISE_KINDS + demo_data.MORE_NOISE_KINDS)
+    assert not set(heldout.HELDOUT_NOISE_KINDS) & set(keywords.NOISE_KINDS + keywords.MORE_NOISE_KINDS)
 
 
 def test_every_voice_variant_either_corpus_names_is_one_espeak_ng_has():
@@ -36,14 +35,14 @@ def test_every_voice_variant_either_corpus_names_is_one_espeak_ng_has():
     version = subprocess.run(["espeak-ng", "--version"], check=True, capture_output=True, text=True).stdout
     data_dir = re.search(r"Data at: (.+)", version).group(1).strip()  # where espeak-ng reads voices
     installed = set(os.listdir(os.path.join(data_dir, "voices", "!v")))
-    named = set(demo_data.VARIANTS + demo_data.MORE_VARIANTS + heldout_data.HELDOUT_VARIANTS)
+    named = set(keywords.VARIANTS + keywords.MORE_VARIANTS + heldout.HELDOUT_VARIANTS)
     assert len(installed) > 50 and not named - installed, sorted(named - installed)
 
 
 def test_every_eight_utterances_meet_every_noise_kind_snr_and_channel():
-    seen = [c for i in range(8) for c in heldout_data.conditions(i)]
-    assert len(set(seen)) == len(seen) == len(heldout_data.HELDOUT_NOISE_KINDS) * len(heldout_data.SNRS_DB) * len(
-        heldout_data.CHANNELS)
+    seen = [c for i in range(8) for c in heldout.conditions(i)]
+    assert len(set(seen)) == len(seen) == len(heldout.HELDOUT_NOISE_KINDS) * len(heldout.SNRS_DB) * len(
+        heldout.CHANNELS)
 
 
 def _files(root):
@@ -52,7 +51,7 @@ def _files(root):
 
 
 def test_the_corpus_lists_every_file_and_its_noisy_clips_are_at_their_snr(tmp_path):
-    counts = heldout_data.generate(str(tmp_path / "a"), words=("yes", "stop"), voice_count=5)
+    counts = heldout.generate(str(tmp_path / "a"), words=("yes", "stop"), voice_count=5)
     assert counts == {"files": 50, "utterances": 10, "voices": 5, "words": 2}
     with open(tmp_path / "a" / "metadata.csv") as f:
         rows = list(csv.DictReader(f))
@@ -61,7 +60,7 @@ def test_the_corpus_lists_every_file_and_its_noisy_clips_are_at_their_snr(tmp_pa
     assert {r["group"].split(":")[0] for r in rows} == {"flite", "espeak"}
     for row in rows:
         audio, rate = soundfile.read(tmp_path / "a" / row["file_name"], dtype="float32")
-        assert rate == demo_data.SR and row["label"] == row["file_name"].split("/")[0]
+        assert rate == keywords.SR and row["label"] == row["file_name"].split("/")[0]
         spectrum = np.abs(np.fft.rfft(audio)) ** 2
         above_4k = spectrum[len(spectrum) // 2:].sum() / spectrum.sum()
         assert (above_4k < 1e-4) == (row["channel"] == "mobile"), (row["file_name"], above_4k)
@@ -75,19 +74,19 @@ def test_the_corpus_lists_every_file_and_its_noisy_clips_are_at_their_snr(tmp_pa
             # PCM16 rounding of the stored mixture moves it by far less than 0.1 dB
             assert snr_metrics.snr_db(clean, audio) == pytest.approx(float(row["snr_db"]), abs=0.1)
     # Seeded: the same arguments write the same bytes.
-    heldout_data.generate(str(tmp_path / "b"), words=("yes", "stop"), voice_count=5)
+    heldout.generate(str(tmp_path / "b"), words=("yes", "stop"), voice_count=5)
     assert _files(tmp_path / "a") == _files(tmp_path / "b")
 
 
 def test_festival_speakers_come_after_the_espeak_ones_each_with_its_own_pitch():
     import librosa
 
-    broad = demo_data.VARIANTS + demo_data.MORE_VARIANTS
-    plain, both = demo_data.speakers(20, 5, broad), demo_data.speakers(20, 5, broad, festival=3)
+    broad = keywords.VARIANTS + keywords.MORE_VARIANTS
+    plain, both = keywords.speakers(20, 5, broad), keywords.speakers(20, 5, broad, festival=3)
     assert both[:20] == plain  # the espeak-ng speakers do not move
     groups = [group for group, *_ in both[20:]]
     assert len(set(groups)) == 3 and all(g.startswith("festival:") for g in groups)
-    low, high = (demo_data.speak("left", f"festival:{demo_data.FESTIVAL_VOICE}", 165, f0) for f0 in (90, 200))
-    f0 = [np.nanmedian(librosa.pyin(a.astype(float), fmin=60, fmax=400, sr=demo_data.SR)[0]) for a in (low, high)]
+    low, high = (keywords.speak("left", f"festival:{keywords.FESTIVAL_VOICE}", 165, f0) for f0 in (90, 200))
+    f0 = [np.nanmedian(librosa.pyin(a.astype(float), fmin=60, fmax=400, sr=keywords.SR)[0]) for a in (low, high)]
     assert 75 < f0[0] < 110 and 170 < f0[1] < 230, f0
-    assert np.sqrt(np.mean(low ** 2)) == pytest.approx(demo_data.SPEECH_RMS, rel=1e-3)
+    assert np.sqrt(np.mean(low ** 2)) == pytest.approx(keywords.SPEECH_RMS, rel=1e-3)

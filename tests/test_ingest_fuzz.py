@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from components import features
-from components.audio import wav_io as audio_io
+from components.audio import wav_io
 from components.ingest import executor as wav_executor
 from components.ingest import report as ingest_report
 from components.ingest import windows
@@ -110,7 +110,7 @@ def test_any_bytes_and_any_name_end_as_examples_or_one_reject(tmp_path_factory, 
             assert examples and len(seconds) == 1, name_
             for example in examples:  # what is written is usable: finite audio and statistics
                 feats = example.features.feature
-                audio = audio_io.decode_to_mono_16k(feats[features.AUDIO].bytes_list.value[0])
+                audio = wav_io.decode_to_mono_16k(feats[features.AUDIO].bytes_list.value[0])
                 assert audio.size and np.all(np.isfinite(audio))
                 stats = {key: (feats[key].float_list.value or feats[key].int64_list.value)[0]
                          for key in features.AUDIO_STATS}

@@ -19,7 +19,7 @@ cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
 import tf_keras as keras
 from components import features
-from components.training import loop as training_loop
+from components.training import loop
 from components.models.model import build_model
 from components.config import FeatureConfig, TrainerConfig
 
@@ -48,11 +48,11 @@ def run(strategy, optimizer_name, build, initial=None):
         if initial is not None:
             model.set_weights(initial)
         optimizer = (keras.mixed_precision.LossScaleOptimizer(keras.optimizers.SGD(0.1)) if optimizer_name == "sgd"
-                     else training_loop.build_optimizer(cfg, total_steps=8))
+                     else loop.build_optimizer(cfg, total_steps=8))
         optimizer.build(model.trainable_variables)
     start = [w.tolist() for w in model.get_weights()]
     dist = strategy.experimental_distribute_dataset(ds)
-    step = training_loop.make_train_step(model, optimizer, strategy, dist.element_spec, cfg.batch_size, 1, cfg)
+    step = loop.make_train_step(model, optimizer, strategy, dist.element_spec, cfg.batch_size, 1, cfg)
     outs, first = [], None
     for batch in dist:
         outs.append({k: float(v) for k, v in step(batch).items()})

@@ -21,7 +21,7 @@ from components.config import (
 )
 from components.models.denoiser import multi_resolution_stft_loss
 from components.models.model import build_model, input_keys
-from components.training import loop as training_loop
+from components.training import loop
 
 FEATS = FeatureConfig(clip_seconds=0.215, num_mel_bins=16)
 SMALL = DenoiserConfig(enabled=True, channels=16, gru_units=8)
@@ -55,7 +55,7 @@ def test_loss_is_cross_entropy_plus_weighted_negative_si_snr_on_referenced_examp
     assert input_keys(cfg) == (features.WAVEFORM, features.NUM_SAMPLES)
     x, y = _batch()
     outputs = model(x, training=False)
-    loss, _, stats = training_loop.make_loss(cfg)(outputs, x, y, 3.0, 2.0)
+    loss, _, stats = loop.make_loss(cfg)(outputs, x, y, 3.0, 2.0)
     si_snr_sum, with_clean = stats["si_snr_sum"], stats["with_clean"]
     logits = outputs[features.LOGITS].numpy()
     log_softmax = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
@@ -77,8 +77,8 @@ def test_the_stft_loss_weight_adds_the_multi_resolution_stft_loss_of_referenced_
     model = build_model(cfg, FEATS, 3)
     x, y = _batch()
     outputs = model(x, training=False)
-    without = training_loop.make_loss(cfg)(outputs, x, y, 3.0, 2.0)[0]
-    with_stft = training_loop.make_loss(dataclasses.replace(cfg, stft_loss_weight=2.0))(outputs, x, y, 3.0, 2.0)[0]
+    without = loop.make_loss(cfg)(outputs, x, y, 3.0, 2.0)[0]
+    with_stft = loop.make_loss(dataclasses.replace(cfg, stft_loss_weight=2.0))(outputs, x, y, 3.0, 2.0)[0]
     valid = tf.sequence_mask(x[features.NUM_SAMPLES], FEATS.num_samples)
     stft = multi_resolution_stft_loss(y[features.CLEAN_WAVEFORM], outputs[features.OUT_ENHANCED], valid).numpy()
     assert stft[:2].min() > 0.1  # a term that moves the loss
@@ -105,9 +105,9 @@ def test_multi_second_sequences_add_their_weighted_negative_si_snr_per_sequence(
     assert model(x, training=False).keys() == {features.LOGITS, features.OUT_ENHANCED}  # training only
     joined = outputs[features.OUT_CONTEXT_ENHANCED].numpy()
     assert joined.shape == (2, 2 * n)
-    loss, _, stats = training_loop.make_loss(cfg)(outputs, x, y, 4.0, 4.0)
+    loss, _, stats = loop.make_loss(cfg)(outputs, x, y, 4.0, 4.0)
     without = {k: v for k, v in outputs.items() if k != features.OUT_CONTEXT_ENHANCED}
-    base = training_loop.make_loss(cfg)(without, x, y, 4.0, 4.0)[0]
+    base = loop.make_loss(cfg)(without, x, y, 4.0, 4.0)[0]
     si_snrs = [si_snr_db(context_clean[2 * g:2 * g + 2].reshape(-1), joined[g]) for g in (0, 1)]
     assert float(stats["context_count"]) == 2
     assert float(stats["context_si_snr_sum"]) == pytest.approx(sum(si_snrs), abs=1e-2)
@@ -123,11 +123,11 @@ def test_denoise_objective_trains_the_denoiser_and_leaves_the_classifier():
     tf.random.set_seed(0)
     cfg = _cfg("denoise")
     model = build_model(cfg, FEATS, 3)
-    optimizer = training_loop.build_optimizer(cfg, total_steps=10)
+    optimizer = loop.build_optimizer(cfg, total_steps=10)
     optimizer.build(model.trainable_variables)
     x, y = _batch()
     spec = tf.nest.map_structure(lambda t: tf.TensorSpec([None, *t.shape[1:]], t.dtype), (x, y))
-    step = training_loop.make_train_step(model, optimizer, tf.distribute.get_strategy(), spec, 3, 1, cfg)
+    step = loop.make_train_step(model, optimizer, tf.distribute.get_strategy(), spec, 3, 1, cfg)
     classifier = [v.numpy().copy() for v in model.backbone.weights]
     denoiser = [v.numpy().copy() for v in model.denoiser.trainable_weights]
     for _ in range(3):
@@ -167,12 +167,12 @@ def _fits_one_batch(model, cfg, steps=20):
     """Trains on one fixed batch; the loss, measured without training-time randomness
     (SpecAugment, latent masking) before and after, must drop, every step finite."""
     x, y = _batch()
-    loss_fn = training_loop.make_loss(cfg)
+    loss_fn = loop.make_loss(cfg)
     before = float(loss_fn(model(x, training=False), x, y, 3.0, 2.0)[0])
-    optimizer = training_loop.build_optimizer(cfg, total_steps=steps)
+    optimizer = loop.build_optimizer(cfg, total_steps=steps)
     optimizer.build(model.trainable_variables)
     spec = tf.nest.map_structure(lambda t: tf.TensorSpec([None, *t.shape[1:]], t.dtype), (x, y))
-    step = training_loop.make_train_step(model, optimizer, tf.distribute.get_strategy(), spec, 3, 1, cfg)
+    step = loop.make_train_step(model, optimizer, tf.distribute.get_strategy(), spec, 3, 1, cfg)
     losses = [float(step((x, y))["loss"]) for _ in range(steps)]
     after = float(loss_fn(model(x, training=False), x, y, 3.0, 2.0)[0])
     assert np.all(np.isfinite(losses)) and after < before, (before, after, losses)
@@ -223,7 +223,7 @@ def test_micro_batch_losses_add_up_to_the_whole_batch_loss():
     cfg = _cfg("joint", denoise_weight=0.7)
     model = build_model(cfg, FEATS, 3)
     x, y = _batch()
-    loss_fn = training_loop.make_loss(cfg)
+    loss_fn = loop.make_loss(cfg)
     whole = float(loss_fn(model(x), x, y, 3.0, 2.0)[0])
     parts = 0.0
     for part in (slice(0, 1), slice(1, 3)):

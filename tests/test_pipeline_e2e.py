@@ -20,14 +20,13 @@ import tensorflow as tf
 import tensorflow_transform as tft
 
 from components import features
-from components.audio import wav_io as audio_io
+from components.audio import wav_io
 from components.audio.snr import improvement_db, si_snr_db
 from components.config import load_config
 from components.evaluation import tfma_snr
 from components.evaluation.evaluator import HELDOUT_SPLIT
 from components.models.model import build_model
-from components.training import input_pipeline as train_data
-from components.training import resume
+from components.training import input_pipeline, resume
 from pipeline import local_runner
 from pipeline.datagen import heldout as heldout_data
 from pipeline.datagen import keywords as demo_data
@@ -61,7 +60,7 @@ def assert_serving_matches_training(run, config, loaded, raw_test_examples):
     probabilities."""
     tft_output = tft.TFTransformOutput(run.artifacts["Transform"]["transform_graph"][0].uri)
     test_files = os.path.join(run.artifacts["WavExampleGen"]["examples"][0].uri, "Split-test", "*")
-    x, y = next(iter(train_data.make_dataset([test_files], tft_output, 1000, config.trainer, training=False)))
+    x, y = next(iter(input_pipeline.make_dataset([test_files], tft_output, 1000, config.trainer, training=False)))
     raw = list(raw_test_examples)
     served = loaded.signatures["transform_features"](examples=tf.constant([e.SerializeToString() for e in raw]))
     assert x[features.WAVEFORM].shape[0] == len(raw)
@@ -203,8 +202,8 @@ def test_pipeline_resumes_after_a_crash_trains_blesses_pushes_and_refuses_a_brok
     for example, wav in zip(test_examples, by_wav[features.OUT_ENHANCED_WAV].numpy()):
         enhanced, rate = soundfile.read(io.BytesIO(wav), dtype="float32")
         assert rate == features.SAMPLE_RATE and soundfile.info(io.BytesIO(wav)).subtype == "PCM_16"
-        noisy = audio_io.decode_to_mono_16k(_value(example, features.AUDIO))
-        clean = audio_io.decode_to_mono_16k(_value(example, features.CLEAN_AUDIO))
+        noisy = wav_io.decode_to_mono_16k(_value(example, features.AUDIO))
+        clean = wav_io.decode_to_mono_16k(_value(example, features.CLEAN_AUDIO))
         n = min(len(noisy), config.features.num_samples)
         assert enhanced.shape == (n,)
         gains.append(improvement_db(si_snr_db, clean[:n], noisy[:n], enhanced))
@@ -212,8 +211,8 @@ def test_pipeline_resumes_after_a_crash_trains_blesses_pushes_and_refuses_a_brok
     assert_serving_matches_training(first, config, loaded, splits["test"])
 
     # denoise_wav enhances a whole recording, whatever its length.
-    long_noisy = np.concatenate([audio_io.decode_to_mono_16k(_value(e, features.AUDIO)) for e in test_examples])
-    whole = loaded.signatures["denoise_wav"](wav=tf.constant(audio_io.encode_pcm16_wav(long_noisy)))
+    long_noisy = np.concatenate([wav_io.decode_to_mono_16k(_value(e, features.AUDIO)) for e in test_examples])
+    whole = loaded.signatures["denoise_wav"](wav=tf.constant(wav_io.encode_pcm16_wav(long_noisy)))
     enhanced, rate = soundfile.read(io.BytesIO(whole[features.OUT_ENHANCED_WAV].numpy()), dtype="float32")
     assert rate == features.SAMPLE_RATE and enhanced.shape == long_noisy.shape
 

@@ -12,7 +12,7 @@ import pytest
 import tensorflow as tf
 
 from components import features
-from components.audio import wav_io as audio_io
+from components.audio import wav_io
 from pipeline import report, summary
 from pipeline.report import evaluation, page, plots, training
 from pipeline.report.model import Item, Section, Sound
@@ -79,7 +79,7 @@ def _sections(png: bytes = None, wav: bytes = None) -> list:
     rows = [{"label": "yes", "train": 3, "test": 1}, {"label": "no", "train": 2, "test": 2}]
     tone = 0.3 * np.sin(2 * np.pi * 440 * np.arange(features.SAMPLE_RATE) / features.SAMPLE_RATE)
     signals = {"noisy": tone + 0.05, "clean": tone}
-    wavs = {name: wav or audio_io.encode_pcm16_wav(x) for name, x in signals.items()}
+    wavs = {name: wav or wav_io.encode_pcm16_wav(x) for name, x in signals.items()}
     return [Section("Data", [Item("labels", "Labels", rows, png or plots.bars(rows, "label", ["train", "test"], "n")),
                              Item("rejects", "Rejects", [])]),
             Section("Listening", sounds=[Sound("A tone", wavs, Item(
@@ -91,7 +91,7 @@ def test_the_page_renders_in_chromium_and_the_check_fails_on_a_broken_image_or_a
     items = assert_report_renders(path, os.path.join(ARTIFACTS, "report-synthetic.png"))
     assert items["labels"] == {"name": "labels", "rows": 2, "plot": True} and items["tone"]["rows"] == 2
     with open(os.path.join(tmp_path / "good", "data", "tone_noisy.wav"), "rb") as f:
-        assert audio_io.decode_to_mono_16k(f.read()).size == features.SAMPLE_RATE  # the audio beside the page
+        assert wav_io.decode_to_mono_16k(f.read()).size == features.SAMPLE_RATE  # the audio beside the page
     for broken in (_sections(png=b"not a png"), _sections(wav=b"RIFF not a wav")):
         with pytest.raises(AssertionError):
             assert_report_renders(page.write(str(tmp_path / "broken"), "a run", "-", broken),

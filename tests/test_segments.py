@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from components import features
-from components.audio import wav_io as audio_io
+from components.audio import wav_io
 from components.ingest import report as ingest_report
 from components.ingest import segments
 from tests.audio_helpers import tone, write_pair, write_wav
@@ -68,7 +68,7 @@ def test_a_long_recording_becomes_window_examples_read_window_by_window(tmp_path
     assert [_value(e, features.OFFSET_S) for e in windows] == [0.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0]
     assert [_value(e, features.SEGMENT_INDEX) for e in windows] == list(range(7))
     assert [round(_value(e, features.DURATION_S), 3) for e in windows] == [10.0] * 6 + [5.0]
-    third = audio_io.decode_to_mono_16k(_value(windows[2], features.AUDIO))
+    third = wav_io.decode_to_mono_16k(_value(windows[2], features.AUDIO))
     assert third.size == 160000
     # The window really is 20-30 s of the recording: its pitch is the 21st tone's.
     spectrum = np.abs(np.fft.rfft(third[:16000]))
@@ -110,9 +110,9 @@ def test_segments_csv_labels_spans_and_measures_snr_per_window(tmp_path):
 
 
 def test_voice_activity_detection_keeps_speech_and_counts_the_silence(tmp_path):
-    from pipeline.datagen import keywords as demo_data
+    from pipeline.datagen import keywords
 
-    speech = demo_data.speak("please check the invoice for the last order", "en-us", 160, 50)
+    speech = keywords.speak("please check the invoice for the last order", "en-us", 160, 50)
     gap = np.zeros(3 * 16000, np.float32)
     base = tmp_path / "audio"
     write_wav(base / "talk" / "a.wav", np.concatenate([gap, speech, gap, speech, gap]))

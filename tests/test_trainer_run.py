@@ -21,7 +21,7 @@ from tfx.utils import proto_utils
 
 from components import features
 from components.config import load_config
-from components.training import input_pipeline as train_data
+from components.training import input_pipeline
 from tests import tfx_executors
 from tests.test_wav_example_gen import _read_examples, _value
 
@@ -129,8 +129,8 @@ def test_spec_augment_masks_training_batches_with_fresh_masks_each_epoch_and_nev
     tto = tft.TFTransformOutput(input_dict["transform_graph"][0].uri)
     cfg = _config().trainer  # SpecAugment on: 2 frequency and 2 time masks
     tf.random.set_seed(cfg.seed)  # as run_fn does: masks must still change from epoch to epoch
-    train = train_data.make_dataset(fn_args.train_files, tto, 8, cfg, training=True)
-    evaluation = train_data.make_dataset(fn_args.train_files, tto, 8, cfg, training=False)
+    train = input_pipeline.make_dataset(fn_args.train_files, tto, 8, cfg, training=True)
+    evaluation = input_pipeline.make_dataset(fn_args.train_files, tto, 8, cfg, training=False)
     per_epoch = len(list(evaluation))
     batches = iter(train)  # one iterator for the run, as run_fn reads it
     epoch1 = [next(batches)[0] for _ in range(per_epoch)]
@@ -147,7 +147,7 @@ def test_the_training_stream_starts_on_iterator_creation_and_the_eval_stream_on_
     tto = tft.TFTransformOutput(input_dict["transform_graph"][0].uri)
     cfg = _config().trainer
     for training in (True, False):
-        ds = train_data.make_dataset(fn_args.train_files, tto, 8, cfg, training=training)
+        ds = input_pipeline.make_dataset(fn_args.train_files, tto, 8, cfg, training=training)
         assert ds.options().experimental_warm_start is training
 
 
@@ -163,11 +163,11 @@ def test_each_epoch_evaluates_the_whole_eval_split_once_through_one_iterator(tra
     tto = tft.TFTransformOutput(input_dict["transform_graph"][0].uri)
     config = _config()
     cfg = config.trainer
-    size = train_data.split_size(fn_args.train_files)  # the train split: more examples than eval's
+    size = input_pipeline.split_size(fn_args.train_files)  # the train split: more examples than eval's
     batch = 7
     assert size.examples % batch, size  # a short last batch, which a miscount would misplace
     model = build_model(cfg, config.features, tto.vocabulary_size_by_name(features.LABEL_VOCAB))
-    dataset = train_data.make_dataset(fn_args.train_files, tto, batch, cfg, training=False)
+    dataset = input_pipeline.make_dataset(fn_args.train_files, tto, batch, cfg, training=False)
     correct = sum(int(np.sum(np.argmax(model(x, training=False)[features.LOGITS], -1) == y[features.LABEL_ID]))
                   for x, y in dataset)
     evaluate = _make_evaluate(model, dataset, size.examples, batch)
@@ -185,7 +185,7 @@ def test_the_training_stream_is_a_function_of_the_trainer_seed_whatever_the_glob
 
     def labels(cfg, global_seed):
         tf.random.set_seed(global_seed)
-        ds = train_data.make_dataset(fn_args.train_files, tto, 8, cfg, training=True)
+        ds = input_pipeline.make_dataset(fn_args.train_files, tto, 8, cfg, training=True)
         return np.concatenate([y[features.LABEL_ID].numpy() for _, y in ds.take(6)])
 
     cfg = _config(seed=0).trainer
@@ -197,7 +197,7 @@ def test_the_training_stream_is_a_function_of_the_trainer_seed_whatever_the_glob
 def _stream(fn_args, tto, cfg, batch_size, steps, start_step=0):
     """The examples (log-mel, label) of the first `steps` training batches of a run starting at `start_step`."""
     tf.random.set_seed(cfg.seed)  # as run_fn does
-    ds = train_data.make_dataset(fn_args.train_files, tto, batch_size, cfg, training=True,
+    ds = input_pipeline.make_dataset(fn_args.train_files, tto, batch_size, cfg, training=True,
                               start_step=start_step)
     return [(mel, label) for x, y in ds.take(steps)
             for mel, label in zip(x[features.LOG_MEL].numpy(), y[features.LABEL_ID].numpy())]
@@ -211,9 +211,9 @@ def test_a_resumed_run_reads_what_the_uninterrupted_run_reads_from_that_step_on(
     cfg = _config().trainer
     cfg = dataclasses.replace(cfg, spec_augment=dataclasses.replace(cfg.spec_augment, enabled=augment))
     batch_size = 4
-    examples = int(train_data.make_dataset(fn_args.train_files, tto, batch_size, cfg,
+    examples = int(input_pipeline.make_dataset(fn_args.train_files, tto, batch_size, cfg,
                                            training=False).unbatch().reduce(0, lambda n, _: n + 1))
-    assert train_data.split_size(fn_args.train_files).examples == examples  # what run_fn sizes epochs with
+    assert input_pipeline.split_size(fn_args.train_files).examples == examples  # what run_fn sizes epochs with
     per_epoch = -(-examples // batch_size)
     resume_at = 2 * per_epoch + 1  # in the third epoch, not on an epoch boundary
     epoch, offset = divmod(resume_at * batch_size, examples)
@@ -287,18 +287,19 @@ def test_the_input_cache_is_chosen_by_size_and_changes_nothing_but_memory(transf
     cfg, cfg_features = _config().trainer, _config().features
     mb = 2 ** 20
     auto = dataclasses.replace(cfg, cache="auto", cache_budget_mb=1)
-    choice = train_data.cache_choice
-    assert choice(auto, mb // 10, train_data.SplitSize(9, 1), train_data.SplitSize(1, 1)) == "features"
-    assert choice(auto, mb // 10 + 1, train_data.SplitSize(9, mb // 2), train_data.SplitSize(1, mb // 2)) == "records"
-    assert choice(auto, mb, train_data.SplitSize(9, mb // 2), train_data.SplitSize(1, mb // 2 + 1)) == "none"
+    choice = input_pipeline.cache_choice
+    assert choice(auto, mb // 10, input_pipeline.SplitSize(9, 1), input_pipeline.SplitSize(1, 1)) == "features"
+    split = input_pipeline.SplitSize
+    assert choice(auto, mb // 10 + 1, split(9, mb // 2), split(1, mb // 2)) == "records"
+    assert choice(auto, mb, input_pipeline.SplitSize(9, mb // 2), input_pipeline.SplitSize(1, mb // 2 + 1)) == "none"
     for forced in ("features", "records", "none"):
-        assert choice(dataclasses.replace(auto, cache=forced), 9 * mb, train_data.SplitSize(1, 9 * mb)) == forced
-    per_example = train_data.feature_bytes(tto, cfg)
+        assert choice(dataclasses.replace(auto, cache=forced), 9 * mb, input_pipeline.SplitSize(1, 9 * mb)) == forced
+    per_example = input_pipeline.feature_bytes(tto, cfg)
     frames, bins = cfg_features.num_frames, cfg_features.num_mel_bins
     assert per_example == frames * bins * 4 + 8  # logmel_cnn: the float32 log-mel and the int64 label
 
     def batches(cache):
-        ds = train_data.make_dataset(fn_args.train_files, tto, 5, cfg, training=True, cache=cache)
+        ds = input_pipeline.make_dataset(fn_args.train_files, tto, 5, cfg, training=True, cache=cache)
         return [(x[features.LOG_MEL].numpy(), y[features.LABEL_ID].numpy()) for x, y in ds.take(12)]
 
     uncached = batches("none")
@@ -310,23 +311,23 @@ def test_the_input_cache_is_chosen_by_size_and_changes_nothing_but_memory(transf
             np.testing.assert_array_equal(cached_label, label)
 
     # The split sizes the ExampleGen recorded are those of its files; files from elsewhere are counted.
-    recorded = train_data.split_size(fn_args.train_files)
+    recorded = input_pipeline.split_size(fn_args.train_files)
     copy = tmp_path / "other" / "Split-train"
     copy.mkdir(parents=True)
     for path in tf.io.gfile.glob(fn_args.train_files[0]):
         tf.io.gfile.copy(path, str(copy / os.path.basename(path)))
-    assert train_data.split_size([str(copy / "*")]) == recorded
-    assert recorded.examples == sum(1 for _ in train_data.records(fn_args.train_files))
+    assert input_pipeline.split_size([str(copy / "*")]) == recorded
+    assert recorded.examples == sum(1 for _ in input_pipeline.records(fn_args.train_files))
 
 
 def test_the_shuffle_buffer_is_capped_in_bytes_so_long_clips_do_not_grow_it(transformed):
     mb = 2 ** 20
     cfg = dataclasses.replace(_config().trainer, shuffle_buffer=2048, shuffle_buffer_mb=256)
-    ten_second_pairs = train_data.SplitSize(35000, 35000 * 640_000)  # 0.64 MB a record
-    one_second_keywords = train_data.SplitSize(35000, 35000 * 32_000)
-    assert train_data.shuffle_examples(cfg, ten_second_pairs) == 256 * mb // 640_000  # the bytes cap
-    assert train_data.shuffle_examples(cfg, one_second_keywords) == 2048  # the example cap
-    assert train_data.shuffle_examples(cfg, train_data.SplitSize(10, 10 * 300 * mb)) == 1  # never 0
+    ten_second_pairs = input_pipeline.SplitSize(35000, 35000 * 640_000)  # 0.64 MB a record
+    one_second_keywords = input_pipeline.SplitSize(35000, 35000 * 32_000)
+    assert input_pipeline.shuffle_examples(cfg, ten_second_pairs) == 256 * mb // 640_000  # the bytes cap
+    assert input_pipeline.shuffle_examples(cfg, one_second_keywords) == 2048  # the example cap
+    assert input_pipeline.shuffle_examples(cfg, input_pipeline.SplitSize(10, 10 * 300 * mb)) == 1  # never 0
 
     # The cap reaches the training stream: records larger than the cap leave a buffer of one,
     # so the first epoch is the files' order, which the uncapped buffer shuffles.
@@ -334,16 +335,16 @@ def test_the_shuffle_buffer_is_capped_in_bytes_so_long_clips_do_not_grow_it(tran
     fn_args = _fn_args(input_dict)
     tto = tft.TFTransformOutput(input_dict["transform_graph"][0].uri)
     cfg = dataclasses.replace(cfg, spec_augment=dataclasses.replace(cfg.spec_augment, enabled=False))
-    real = train_data.split_size(fn_args.train_files)
-    in_file_order = np.concatenate([y[features.LABEL_ID].numpy() for _, y in train_data.make_dataset(
+    real = input_pipeline.split_size(fn_args.train_files)
+    in_file_order = np.concatenate([y[features.LABEL_ID].numpy() for _, y in input_pipeline.make_dataset(
         fn_args.train_files, tto, real.examples, cfg, training=False)])
 
     def first_epoch(split):
-        x, y = next(iter(train_data.make_dataset(fn_args.train_files, tto, real.examples, cfg, training=True,
+        x, y = next(iter(input_pipeline.make_dataset(fn_args.train_files, tto, real.examples, cfg, training=True,
                                                  split=split)))
         return y[features.LABEL_ID].numpy()
 
-    np.testing.assert_array_equal(first_epoch(train_data.SplitSize(real.examples, real.examples * 300 * mb)),
+    np.testing.assert_array_equal(first_epoch(input_pipeline.SplitSize(real.examples, real.examples * 300 * mb)),
                                   in_file_order)
     assert not np.array_equal(first_epoch(real), in_file_order)
 

@@ -8,9 +8,9 @@ import tensorflow as tf
 import tf_keras as keras
 
 from components import features
-from components.config import FeatureConfig, TrainerConfig
+from components.config import ConfigError, FeatureConfig, TrainerConfig, load_config
 from components.models.model import build_model
-from components.training import loop as training_loop
+from components.training import loop
 
 FRAMES, BINS, CLASSES = 20, 16, 3
 FEATS = FeatureConfig(clip_seconds=0.215, num_mel_bins=BINS)  # 20 frames
@@ -31,9 +31,9 @@ def _setup(cfg: TrainerConfig, data, total_steps=40):
     tf.random.set_seed(0)
     strategy = tf.distribute.get_strategy()
     model = build_model(cfg, FEATS, CLASSES)
-    optimizer = training_loop.build_optimizer(cfg, total_steps)
+    optimizer = loop.build_optimizer(cfg, total_steps)
     optimizer.build(model.trainable_variables)
-    step = training_loop.make_train_step(model, optimizer, strategy, data.element_spec,
+    step = loop.make_train_step(model, optimizer, strategy, data.element_spec,
                                          cfg.batch_size, cfg.grad_accum_steps)
     return model, optimizer, step
 
@@ -65,7 +65,7 @@ def _sgd_step(model, data, micro_batch, accum, lr, clip_norm=1e9):
     optimizer = keras.mixed_precision.LossScaleOptimizer(keras.optimizers.SGD(lr))
     optimizer.build(model.trainable_variables)
     cfg = TrainerConfig(batch_size=micro_batch, grad_accum_steps=accum, clip_norm=clip_norm)
-    return training_loop.make_train_step(model, optimizer, tf.distribute.get_strategy(), data.element_spec,
+    return loop.make_train_step(model, optimizer, tf.distribute.get_strategy(), data.element_spec,
                                          micro_batch, accum, cfg)
 
 
@@ -139,7 +139,7 @@ def test_weight_decay_applies_to_kernels_but_not_biases_or_norm_layers():
     model = build_model(cfg, FEATS, CLASSES)
     for var in model.trainable_variables:  # make every variable non-zero so decay would show
         var.assign(tf.ones_like(var))
-    optimizer = training_loop.build_optimizer(cfg, total_steps=100)
+    optimizer = loop.build_optimizer(cfg, total_steps=100)
     for _ in range(2):  # the schedule's first step has lr 0 (warmup starts at 0)
         optimizer.apply_gradients([(tf.zeros_like(v), v) for v in model.trainable_variables])
     for var in model.trainable_variables:
@@ -168,7 +168,7 @@ def test_the_step_clips_the_gradient_to_clip_norm_and_logs_its_norm_before_clipp
 
 def test_learning_rate_warms_up_linearly_then_decays_to_zero():
     cfg = TrainerConfig(learning_rate=1e-3, warmup_ratio=0.1)
-    schedule = training_loop.learning_rate_schedule(cfg, total_steps=100)
+    schedule = loop.learning_rate_schedule(cfg, total_steps=100)
     lr = [float(schedule(step)) for step in (0, 5, 10, 55, 100)]
     assert lr[0] == pytest.approx(0.0)
     assert lr[1] == pytest.approx(0.5e-3)
@@ -179,7 +179,7 @@ def test_learning_rate_warms_up_linearly_then_decays_to_zero():
 
 def test_auto_precision_is_float32_on_a_cpu_only_machine():
     assert not tf.config.list_physical_devices("GPU")
-    assert training_loop.resolve_precision("auto") == "float32"
-    assert training_loop.resolve_precision("mixed_bfloat16") == "mixed_bfloat16"
-    with pytest.raises(ValueError, match="trainer.precision 'fp16'"):
-        training_loop.resolve_precision("fp16")
+    assert loop.resolve_precision("auto") == "float32"
+    assert loop.resolve_precision("mixed_bfloat16") == "mixed_bfloat16"
+    with pytest.raises(ConfigError, match="trainer.precision: got 'fp16'"):  # the setting's type says so
+        load_config(None, ["trainer.precision=fp16"])

@@ -12,21 +12,21 @@ import tensorflow_transform.beam as tft_beam
 from tensorflow_transform.tf_metadata import dataset_metadata, schema_utils
 
 from components import features
-from components.audio import wav_io as audio_io
+from components.audio import wav_io
 from components.audio.snr import snr_db
 from components.config import FeatureConfig, SpecAugmentConfig
-from components.transform import preprocessing as transform
+from components.transform import preprocessing
 from tests.audio_helpers import tone
 
 
 def _wav(samples):
-    return audio_io.encode_pcm16_wav(np.asarray(samples, np.float32))
+    return wav_io.encode_pcm16_wav(np.asarray(samples, np.float32))
 
 
 def test_decode_waveform_pads_and_normalizes_each_utterance():
     short = 0.5 * tone(0.25, 300) + 0.1  # offset and quiet: normalization removes both
     long = tone(1.0, 500)
-    decoded = transform.decode_waveform(tf.constant([_wav(short), _wav(long)]), 16000)
+    decoded = preprocessing.decode_waveform(tf.constant([_wav(short), _wav(long)]), 16000)
     out, lengths = decoded[features.WAVEFORM].numpy(), decoded[features.NUM_SAMPLES]
     assert out.shape == (2, 16000)
     assert list(lengths.numpy()) == [4000, 16000]
@@ -60,12 +60,12 @@ def test_the_batch_read_of_canonical_wavs_gives_decode_wavs_samples():
     for i, wav in enumerate(canonical):
         audio = tf.audio.decode_wav(wav, desired_channels=1).audio[:, 0].numpy()
         expected[i, :audio.size] = audio
-    assert list(transform.is_canonical_pcm16(tf.constant(canonical)).numpy()) == [True] * 3
+    assert list(preprocessing.is_canonical_pcm16(tf.constant(canonical)).numpy()) == [True] * 3
     odd = canonical[0] + b"x"  # a byte past the data size
     streamed = canonical[1][:40] + b"\xff\xff\xff\xff" + canonical[1][44:]  # size unknown when written
-    assert not any(transform.is_canonical_pcm16(tf.constant(other + [odd, streamed, b"RIFF", b""])).numpy())
+    assert not any(preprocessing.is_canonical_pcm16(tf.constant(other + [odd, streamed, b"RIFF", b""])).numpy())
     for batch in (canonical, other, canonical[:2] + other[2:]):  # the batch read, clip by clip, mixed
-        audio, lengths = transform.decode_batch(tf.constant(batch), 16000)
+        audio, lengths = preprocessing.decode_batch(tf.constant(batch), 16000)
         np.testing.assert_array_equal(audio.numpy(), expected)
         assert list(lengths.numpy()) == [16000, 9001, 1]
 
@@ -74,14 +74,14 @@ def test_the_batch_read_of_canonical_wavs_gives_decode_wavs_samples():
 def test_audio_longer_than_the_window_is_refused_not_cropped(header):
     wav = _wav if header == "canonical" else _wav_other_header
     with pytest.raises(tf.errors.InvalidArgumentError, match="longer than the model's window of 16000 samples"):
-        transform.decode_waveform(tf.constant([wav(tone(1.0, 300)), wav(tone(1.01, 300))]), 16000)
+        preprocessing.decode_waveform(tf.constant([wav(tone(1.0, 300)), wav(tone(1.01, 300))]), 16000)
 
 
 def test_audio_at_another_sample_rate_is_refused_not_misread():
     buf = io.BytesIO()
     soundfile.write(buf, tone(0.5, 440, rate=8000), 8000, subtype="PCM_16", format="WAV")
     with pytest.raises(tf.errors.InvalidArgumentError, match="expected 16000 Hz WAV audio"):
-        transform.decode_waveform(tf.constant([buf.getvalue()]), 16000)
+        preprocessing.decode_waveform(tf.constant([buf.getvalue()]), 16000)
 
 
 def test_clean_reference_shares_the_noisy_scale_so_snr_is_preserved():
@@ -89,7 +89,7 @@ def test_clean_reference_shares_the_noisy_scale_so_snr_is_preserved():
     clean = 0.2 * tone(0.5, 440) + 0.05
     noise = 0.05 * rng.standard_normal(clean.size)
     noisy = clean + noise
-    decoded = transform.decode_waveform(tf.constant([_wav(noisy)]), 16000, tf.constant([_wav(clean)]))
+    decoded = preprocessing.decode_waveform(tf.constant([_wav(noisy)]), 16000, tf.constant([_wav(clean)]))
     n = clean.size
     noisy_n, clean_n = decoded[features.WAVEFORM][0].numpy(), decoded[features.CLEAN_WAVEFORM][0].numpy()
     assert np.all(clean_n[n:] == 0.0)
@@ -102,7 +102,7 @@ def test_clean_reference_shares_the_noisy_scale_so_snr_is_preserved():
 def test_snr_bucket_names_follow_the_configured_edges():
     snr = tf.constant([-3.0, 0.0, 4.9, 5.0, 12.0, 20.0, 7.0, float("nan")])
     has_clean = tf.constant([True] * 6 + [False, True])
-    buckets = transform.snr_bucket(snr, has_clean, [0.0, 5.0, 10.0, 20.0]).numpy().tolist()
+    buckets = preprocessing.snr_bucket(snr, has_clean, [0.0, 5.0, 10.0, 20.0]).numpy().tolist()
     assert [b.decode() for b in buckets] == [
         "<0", "0-5", "0-5", "5-10", "10-20", ">=20", features.NO_REFERENCE, features.NO_REFERENCE]
 
@@ -119,12 +119,12 @@ def test_log_mel_is_that_of_tf_signal_stft():
     mel_matrix = tf.signal.linear_to_mel_weight_matrix(
         cfg.num_mel_bins, cfg.fft_length // 2 + 1, features.SAMPLE_RATE, cfg.lower_hz, cfg.upper_hz)
     expected = tf.math.log(tf.tensordot(tf.abs(stft) ** 2, mel_matrix, axes=1) + 1e-6)
-    np.testing.assert_allclose(transform.log_mel(waveform, cfg).numpy(), expected.numpy(), atol=1e-4)
+    np.testing.assert_allclose(preprocessing.log_mel(waveform, cfg).numpy(), expected.numpy(), atol=1e-4)
 
 
 def test_log_mel_has_the_configured_frames_and_bins():
     cfg = FeatureConfig()
-    mel = transform.log_mel(tf.random.normal([3, cfg.num_samples]), cfg)
+    mel = preprocessing.log_mel(tf.random.normal([3, cfg.num_samples]), cfg)
     assert mel.shape == (3, cfg.num_frames, cfg.num_mel_bins) == (3, 98, 64)
     assert np.all(np.isfinite(mel.numpy()))
 
@@ -145,7 +145,7 @@ def test_preprocessing_fn_normalizes_over_the_full_pass_and_maps_labels():
     with tft_beam.Context(temp_dir=tempfile.mkdtemp()):
         (transformed, transformed_metadata), transform_fn = (
             (data, metadata) | tft_beam.AnalyzeAndTransformDataset(
-                lambda inputs: transform.preprocessing_fn(inputs, custom_config)))
+                lambda inputs: preprocessing.preprocessing_fn(inputs, custom_config)))
     mel = np.stack([t[features.LOG_MEL] for t in transformed])
     assert mel.shape == (5, 48, 32)
     per_bin = mel.reshape(-1, 32)
@@ -163,7 +163,7 @@ def test_preprocessing_fn_normalizes_over_the_full_pass_and_maps_labels():
 
 def _augment_one(mel, cfg, seed=None):
     """SpecAugment of one [frames, bins] example: a batch of one."""
-    return transform.spec_augment_batch(mel[tf.newaxis], cfg, None if seed is None else seed[tf.newaxis])[0]
+    return preprocessing.spec_augment_batch(mel[tf.newaxis], cfg, None if seed is None else seed[tf.newaxis])[0]
 
 
 def test_spec_augment_masks_bands_within_the_configured_widths():
@@ -199,7 +199,7 @@ def test_a_batch_is_augmented_example_by_example_as_its_seeds_say():
     cfg = SpecAugmentConfig(freq_masks=2, freq_mask_width=8, time_masks=2, time_mask_width=10)
     mel = tf.random.stateless_normal([6, 98, 64], [3, 4]) + 5.0  # no cell is 0 before masking
     seeds = tf.constant([[7, k] for k in range(6)], tf.int64)
-    batch = transform.spec_augment_batch(mel, cfg, seeds).numpy()
+    batch = preprocessing.spec_augment_batch(mel, cfg, seeds).numpy()
     for k in range(6):
         np.testing.assert_array_equal(batch[k], _augment_one(mel[k], cfg, seeds[k]).numpy())
     assert len({(b == 0).tobytes() for b in batch}) == 6  # each example under masks of its own

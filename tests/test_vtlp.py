@@ -7,14 +7,14 @@ from components import features
 from components.config import FeatureConfig, VtlpConfig
 from components.models import model
 from components.training import vtlp
-from components.transform import preprocessing as transform
+from components.transform import preprocessing
 
 CFG = FeatureConfig(clip_seconds=0.5)
 
 
 def _tone_log_mel(hz: float) -> tf.Tensor:
     t = np.arange(CFG.num_samples) / features.SAMPLE_RATE
-    return transform.log_mel(tf.constant([np.sin(2 * np.pi * hz * t)], tf.float32), CFG)
+    return preprocessing.log_mel(tf.constant([np.sin(2 * np.pi * hz * t)], tf.float32), CFG)
 
 
 def test_a_factor_of_one_leaves_the_features_as_they_are():

@@ -13,7 +13,7 @@ import transformers
 from components import features
 from components.config import FeatureConfig, TrainerConfig, Wav2Vec2Config
 from components.models.model import build_model
-from components.training import loop as training_loop
+from components.training import loop
 
 # A tiny Wav2Vec2 (docs/environment.md): trains on the CPU in seconds.
 TINY = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
@@ -114,12 +114,12 @@ def test_trains_under_mixed_float16_with_grouped_positional_conv_and_every_gradi
     cfg = _cfg(freeze_feature_encoder=False)
     model = build_model(cfg, FEATS, 3)
     assert model.backbone.hf_model.config.num_conv_pos_embedding_groups == 2
-    optimizer = training_loop.build_optimizer(cfg, total_steps=20)
+    optimizer = loop.build_optimizer(cfg, total_steps=20)
     optimizer.build(model.trainable_variables)  # as run_fn does: no variables created inside the step
     batch = _batch()
     spec = (({k: tf.TensorSpec([None, *v.shape[1:]], v.dtype) for k, v in batch[0].items()}),
             tf.TensorSpec([None], tf.int64))
-    step = training_loop.make_train_step(model, optimizer, tf.distribute.get_strategy(), spec, 4, 1)
+    step = loop.make_train_step(model, optimizer, tf.distribute.get_strategy(), spec, 4, 1)
     with tf.GradientTape() as tape:  # every trainable variable gets a gradient
         loss = tf.reduce_mean(keras.losses.sparse_categorical_crossentropy(
             batch[1], tf.cast(model(batch[0], training=True)[features.LOGITS], tf.float32), from_logits=True))
@@ -142,12 +142,12 @@ def test_a_mixed_float16_step_lowers_the_loss_of_its_batch():
     tf.random.set_seed(0)
     cfg = _cfg(config_overrides={**TINY, **NO_DROPOUT}, mask_time_prob=0.0, freeze_feature_encoder=False)
     model = build_model(cfg, FEATS, 3)
-    optimizer = training_loop.build_optimizer(cfg, total_steps=200)  # lr above 0 from step 1 to 199
+    optimizer = loop.build_optimizer(cfg, total_steps=200)  # lr above 0 from step 1 to 199
     optimizer.build(model.trainable_variables)
     batch = _batch()
     spec = (({k: tf.TensorSpec([None, *v.shape[1:]], v.dtype) for k, v in batch[0].items()}),
             tf.TensorSpec([None], tf.int64))
-    step = training_loop.make_train_step(model, optimizer, tf.distribute.get_strategy(), spec, 4, 1)
+    step = loop.make_train_step(model, optimizer, tf.distribute.get_strategy(), spec, 4, 1)
     before = _loss(model, batch)
     first = step(batch)  # the warmup's first step has learning rate 0: the weights do not move
     assert float(first["loss"]) == pytest.approx(before, rel=1e-3)  # the step's loss is the batch's

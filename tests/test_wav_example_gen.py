@@ -14,12 +14,12 @@ from tfx.types import standard_artifacts, standard_component_specs
 from tfx.utils import proto_utils
 
 from components import features
-from components.audio import wav_io as audio_io
+from components.audio import wav_io
 from components.config import ConfigError, load_config
 from components.ingest import WavExampleGen, component, segments, tables
 from components.ingest import executor as wav_executor
 from components.ingest import report as ingest_report
-from components.training import input_pipeline as train_data
+from components.training import input_pipeline
 from tests.audio_helpers import tone, write_pair, write_wav
 
 
@@ -37,7 +37,7 @@ def _read_examples(uri):
         if not split.startswith("Split-"):
             continue
         out[split[len("Split-"):]] = [tf.train.Example.FromString(r.numpy())
-                                      for r in train_data.records([os.path.join(uri, split, "*")])]
+                                      for r in input_pipeline.records([os.path.join(uri, split, "*")])]
     return out
 
 
@@ -166,8 +166,8 @@ def test_examples_carry_16k_mono_pcm16_audio_and_metadata(mixed_folder, tmp_path
     assert _value(noisy, features.NOISE_KIND) == b"pink"
     assert _value(noisy, features.SNR_DB) == pytest.approx(7.5)
     assert _value(noisy, features.CHANNEL) == b"phone" and _value(stereo, features.CHANNEL) is None
-    clean = audio_io.decode_to_mono_16k(_value(noisy, features.CLEAN_AUDIO))
-    np.testing.assert_allclose(clean, audio_io.decode_to_mono_16k(_value(by_source["no/b.wav"], features.AUDIO)))
+    clean = wav_io.decode_to_mono_16k(_value(noisy, features.CLEAN_AUDIO))
+    np.testing.assert_allclose(clean, wav_io.decode_to_mono_16k(_value(by_source["no/b.wav"], features.AUDIO)))
     assert _value(by_source["unlabelled.wav"], features.LABEL) == b"yes"
 
 
@@ -192,7 +192,7 @@ def test_examples_are_uncompressed_by_default_or_gzipped_and_tfx_readers_take_ei
             read = (pipeline | tfxio.BeamSource()
                     | beam.FlatMap(lambda batch: [s[0].decode() for s in batch.column(features.SOURCE).to_pylist()]))
             assert_that(read, equal_to([f"yes/s{i}.wav" for i in range(4)]))
-        assert len(_read_examples(examples.uri)["train"]) == 4  # the Trainer's reader (train_data.records)
+        assert len(_read_examples(examples.uri)["train"]) == 4  # the Trainer's reader (input_pipeline.records)
     # The choices are the setting's type (pydantic checks it when the config loads), spelled once.
     with pytest.raises(ConfigError, match=r"data.example_compression: got 'zstd', expected 'none' or 'gzip'"):
         load_config(None, ["data.example_compression=zstd"])
@@ -255,8 +255,8 @@ def test_noise_base_adds_deterministic_noisy_copies_at_the_drawn_snr(tmp_path):
         assert _value(example, features.NOISE_KIND) in (b"pink", b"hum")
         snr = _value(example, features.SNR_DB)
         assert 5.0 <= snr <= 10.0
-        noisy = audio_io.decode_to_mono_16k(_value(example, features.AUDIO))
-        clean = audio_io.decode_to_mono_16k(_value(example, features.CLEAN_AUDIO))
+        noisy = wav_io.decode_to_mono_16k(_value(example, features.AUDIO))
+        clean = wav_io.decode_to_mono_16k(_value(example, features.CLEAN_AUDIO))
         measured = 10 * np.log10(np.sum(clean ** 2) / np.sum((noisy - clean) ** 2))
         assert measured == pytest.approx(snr, abs=0.2)  # PCM16 rounding
 
@@ -287,8 +287,8 @@ def test_paired_layout_reads_noisy_with_clean_references_and_measures_the_input_
     for example in got:
         label = _value(example, features.LABEL).decode()
         assert _value(example, features.SOURCE).decode().startswith(f"noisy/{label}/")
-        clean = audio_io.decode_to_mono_16k(_value(example, features.CLEAN_AUDIO))
-        noisy = audio_io.decode_to_mono_16k(_value(example, features.AUDIO))
+        clean = wav_io.decode_to_mono_16k(_value(example, features.CLEAN_AUDIO))
+        noisy = wav_io.decode_to_mono_16k(_value(example, features.AUDIO))
         assert _value(example, features.SNR_DB) == pytest.approx(6.0, abs=0.1)
         assert np.corrcoef(clean, noisy)[0, 1] > 0.8  # really the matching pair
     _, rejects = ingest_report.read_report(os.path.join(examples.uri, ingest_report.REPORT_DIR))

@@ -17,6 +17,7 @@ import audioop  # the reference G.711 codec; this project runs on Python 3.10
 import os
 import subprocess
 import tempfile
+import typing
 from typing import Literal
 
 import numpy as np
@@ -28,7 +29,7 @@ from components import features
 PHONE_RATE = 8000
 PHONE_BAND_HZ = (300.0, 3400.0)  # ITU-T G.712's voice band
 Codec = Literal["mulaw", "alaw"]
-CODECS = ("mulaw", "alaw")
+CODECS = typing.get_args(Codec)
 AMR_NB_KBPS = (4.75, 5.15, 5.9, 6.7, 7.4, 7.95, 10.2, 12.2)  # AMR-NB's modes 0-7, sox's -C
 AMR_NB_DELAY = 40  # samples at 8 kHz (5 ms) the decoded audio lags; measured, the same at every mode
 

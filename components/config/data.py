@@ -103,7 +103,8 @@ class FeatureConfig:
                                                      "examples without a clean reference get none.")
 
     def __post_init__(self):
-        if self.fft_length < self.frame_length:  # the STFT would crop every frame (components/transform.log_mel)
+        # the STFT would crop every frame (log_mel, components/transform/preprocessing.py)
+        if self.fft_length < self.frame_length:
             raise ValueError(f"features.fft_length {self.fft_length} is shorter than features.frame_length "
                              f"{self.frame_length}: expected fft_length >= frame_length")
 

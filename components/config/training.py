@@ -112,7 +112,7 @@ class DenoiserConfig:
     encoder_size: PositiveInt = setting(256, "dtln: size of its second stage's learned frame encoding")
     warm_start: str = setting(
         "", "denoiser weights to start from instead of random ones: a pushed model's "
-            "assets/denoiser.weights.h5, e.g. the project's pretrained one (pretrained/README.md); its design "
+            "assets/denoiser.weights.h5, e.g. the project's pretrained one (docs/data-sources.md); its design "
             "and sizes must be these settings'. Not used when the Trainer resumes from a checkpoint")
     frame_length: PositiveInt = setting(512, "32 ms")
     frame_step: PositiveInt = setting(128, "8 ms")

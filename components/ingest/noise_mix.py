@@ -19,9 +19,8 @@ from absl import logging
 from apache_beam.io.filesystems import FileSystems
 
 from components import features
-from components.audio import mixing
+from components.audio import mixing, wav_io
 from components.audio import stats as audio_stats
-from components.audio import wav_io as audio_io
 
 
 def load_noise(noise_base: str) -> Dict[str, List[np.ndarray]]:
@@ -32,8 +31,8 @@ def load_noise(noise_base: str) -> Dict[str, List[np.ndarray]]:
         kind = os.path.basename(os.path.dirname(meta.path))
         with FileSystems.open(meta.path) as f:
             try:
-                audio = audio_io.decode_to_mono_16k(f.read())
-            except audio_io.AudioError as e:
+                audio = wav_io.decode_to_mono_16k(f.read())
+            except wav_io.AudioError as e:
                 raise ValueError(f"noise file {meta.path}: {e}") from e
         if np.mean(audio ** 2) <= 0:
             raise ValueError(f"noise file {meta.path} is silent")
@@ -61,7 +60,7 @@ class AddNoisyCopies(beam.DoFn):
             return []  # already noisy with a reference
         source = feats[features.SOURCE].bytes_list.value[0].decode()
         index = feats[features.SEGMENT_INDEX].int64_list.value[0]
-        clean = audio_io.decode_to_mono_16k(feats[features.AUDIO].bytes_list.value[0])
+        clean = wav_io.decode_to_mono_16k(feats[features.AUDIO].bytes_list.value[0])
         if np.mean(clean ** 2) <= 0:
             return []  # silence cannot be mixed at an SNR
         return self._copies_of(example, source, index, clean)
@@ -83,8 +82,8 @@ class AddNoisyCopies(beam.DoFn):
             copy = tf.train.Example()
             copy.CopyFrom(example)
             out = copy.features.feature
-            out[features.AUDIO].bytes_list.value[:] = [audio_io.encode_pcm16_wav(noisy)]
-            out[features.CLEAN_AUDIO].bytes_list.value[:] = [audio_io.encode_pcm16_wav(reference)]
+            out[features.AUDIO].bytes_list.value[:] = [wav_io.encode_pcm16_wav(noisy)]
+            out[features.CLEAN_AUDIO].bytes_list.value[:] = [wav_io.encode_pcm16_wav(reference)]
             out[features.NOISE_KIND].bytes_list.value[:] = [kind.encode()]
             out[features.SNR_DB].float_list.value[:] = [snr]
             out[features.SOURCE].bytes_list.value[:] = [f"{source}#noisy{k}".encode()]

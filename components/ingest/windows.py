@@ -16,7 +16,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from components import features, progress_lines
 from components.audio import snr as snr_metrics
-from components.audio import wav_io as audio_io
+from components.audio import wav_io
 from components.ingest import segments
 from components.ingest import spans as spans_lib
 from components.ingest.report import REJECTS_TAG, SECONDS_TAG
@@ -47,7 +47,7 @@ def _input_snr(given: str, whole_file: bool, clean: Optional[np.ndarray], noisy:
         try:
             return float(given)
         except ValueError as e:
-            raise audio_io.AudioError(f"snr_db {given!r} is not a number") from e
+            raise wav_io.AudioError(f"snr_db {given!r} is not a number") from e
     if clean is None:
         return None
     n = min(len(clean), len(noisy))
@@ -55,7 +55,7 @@ def _input_snr(given: str, whole_file: bool, clean: Optional[np.ndarray], noisy:
     return None if measured is None else round(measured, 2)
 
 
-def speech_regions(audio: audio_io.AudioFile, options: Dict[str, Any]) -> List[segments.Interval]:
+def speech_regions(audio: wav_io.AudioFile, options: Dict[str, Any]) -> List[segments.Interval]:
     """Speech regions of a file by WebRTC's voice-activity detector (webrtcvad-wheels:
     a maintained C detector needing no model download), read block by block."""
     vad = webrtcvad.Vad(int(options["vad_aggressiveness"]))
@@ -105,15 +105,15 @@ class ToExamples(beam.DoFn):
         path = os.path.join(self._input_base, name)
         if "://" in self._input_base:  # object stores: no links, but no climbing out either
             if name.startswith("/") or ".." in name.split("/"):
-                raise audio_io.AudioError(f"{name} is outside input_base")
+                raise wav_io.AudioError(f"{name} is outside input_base")
             return path
         real, base = os.path.realpath(path), os.path.realpath(self._input_base)
         if os.path.commonpath([real, base]) != base:
-            raise audio_io.AudioError(f"outside input_base: {name} leads out of it (an absolute path, "
+            raise wav_io.AudioError(f"outside input_base: {name} leads out of it (an absolute path, "
                                       f"'..' or a symbolic link); not read")
         return path
 
-    def _open(self, name: str) -> audio_io.AudioFile:
+    def _open(self, name: str) -> wav_io.AudioFile:
         """The file opened for reading windows, after its path and size are checked."""
         path = self._path(name)
         if "://" in path:  # object stores: Beam's match (its name is taken as a pattern there)
@@ -122,11 +122,11 @@ class ToExamples(beam.DoFn):
         else:  # a local name may hold [ ] * ? literally
             size = os.path.getsize(path) if os.path.isfile(path) else None
         if size is None:
-            raise audio_io.AudioError(f"{name} does not exist or is not a file")
+            raise wav_io.AudioError(f"{name} does not exist or is not a file")
         limit = float(self._options["max_file_mb"])
         if size > limit * 2 ** 20:
-            raise audio_io.AudioError(f"{size / 2 ** 20:.2f} MB, over the {limit:g} MB limit (data.max_file_mb)")
-        return audio_io.AudioFile(path)
+            raise wav_io.AudioError(f"{size / 2 ** 20:.2f} MB, over the {limit:g} MB limit (data.max_file_mb)")
+        return wav_io.AudioFile(path)
 
     def _names(self, source: str, meta: Dict[str, str]) -> Tuple[str, str]:
         """(label folder part, clean reference name); under a span folder, from inside it."""
@@ -135,12 +135,12 @@ class ToExamples(beam.DoFn):
         clean_name, folders = meta.get(features.CLEAN_FILE_NAME, ""), source[len(span_folder):]
         if self._options["layout"] == "paired":
             if not folders.startswith(features.NOISY_DIR):
-                raise audio_io.AudioError(
+                raise wav_io.AudioError(
                     f"data.layout=paired reads files under {span_folder}{features.NOISY_DIR} only")
             folders = folders[len(features.NOISY_DIR):]
             clean_name = clean_name or span_folder + features.CLEAN_DIR + folders
             if not FileSystems.exists(self._path(clean_name)):
-                raise audio_io.AudioError(f"paired layout: no clean reference {clean_name}")
+                raise wav_io.AudioError(f"paired layout: no clean reference {clean_name}")
         return folders, clean_name
 
     def _group(self, source: str, meta: Dict[str, str], clean_name: str) -> str:
@@ -151,16 +151,16 @@ class ToExamples(beam.DoFn):
         if self._group_pattern is not None:
             found = self._group_pattern.search(source)
             if not found:
-                raise audio_io.AudioError(f"its name does not match data.group_regex {self._group_pattern.pattern!r}"
+                raise wav_io.AudioError(f"its name does not match data.group_regex {self._group_pattern.pattern!r}"
                                           f" and metadata.csv gives it no group")
             return found.group(1) if found.groups() else found.group(0)
         if self._options["layout"] == "paired":  # many pairs per speaker: one group each would leak
-            raise audio_io.AudioError(
+            raise wav_io.AudioError(
                 "paired layout: no speaker group; give a group column in metadata.csv or data.group_regex "
                 "(VoiceBank-DEMAND: '(p[0-9]+)_'), else a speaker's recordings land in several splits")
         return clean_name or source
 
-    def _plan(self, audio: audio_io.AudioFile, label: str, spans, speech_source) -> segments.Plan:
+    def _plan(self, audio: wav_io.AudioFile, label: str, spans, speech_source) -> segments.Plan:
         o = self._options
         background = o["background_label"] if o["unlabelled_spans"] == "background" else None
         spans = spans if spans is not None else [(0.0, audio.duration_s, label)]
@@ -180,39 +180,39 @@ class ToExamples(beam.DoFn):
         try:
             if not grouped["file"] and not FileSystems.exists(self._path(source)):
                 where = "metadata.csv" if metas else "segments.csv"
-                raise audio_io.AudioError(f"listed in {where} but the file does not exist")
+                raise wav_io.AudioError(f"listed in {where} but the file does not exist")
             with self._open(source) as audio:
                 seconds = audio.duration_s
                 self._seconds_read += seconds
                 if seconds > float(self._options["max_duration_s"]):
-                    raise audio_io.AudioError(f"{seconds:.1f} s long, over the "
+                    raise wav_io.AudioError(f"{seconds:.1f} s long, over the "
                                               f"{self._options['max_duration_s']} s limit (data.max_duration_s)")
                 folders, clean_name = self._names(source, meta)
                 try:
                     clean = self._open(clean_name) if clean_name else None
-                except audio_io.AudioError as e:
-                    raise audio_io.AudioError(f"clean reference {clean_name}: {e}") from e
+                except wav_io.AudioError as e:
+                    raise wav_io.AudioError(f"clean reference {clean_name}: {e}") from e
                 try:
                     yield from self._windows(source, meta, spans[0] if spans else None, folders,
                                              audio, clean, clean_name)
                 finally:
                     if clean is not None:
                         clean.close()
-        except audio_io.AudioError as e:
+        except wav_io.AudioError as e:
             yield from self._reject(source, str(e), seconds)
 
     def _windows(self, source, meta, spans, folders, audio, clean, clean_name) -> Iterable[Any]:
         if clean is not None and abs(clean.duration_s - audio.duration_s) > _CLEAN_SLACK_S:
-            raise audio_io.AudioError(f"clean reference {clean_name} is {clean.duration_s:.3f} s, the noisy "
+            raise wav_io.AudioError(f"clean reference {clean_name} is {clean.duration_s:.3f} s, the noisy "
                                       f"file {audio.duration_s:.3f} s: they must match within {_CLEAN_SLACK_S} s")
         label = meta.get(features.LABEL) or (folders.split("/")[0] if "/" in folders else "")
         if not label and spans is None:
             where = f"{features.NOISY_DIR}<label>/" if self._options["layout"] == "paired" else "<label>/"
-            raise audio_io.AudioError(f"no label: put the file in a {where} folder, list it in "
+            raise wav_io.AudioError(f"no label: put the file in a {where} folder, list it in "
                                       f"metadata.csv or give its spans in segments.csv")
         plan = self._plan(audio, label, spans, clean or audio)
         if not plan.windows:
-            raise audio_io.AudioError("no example in it: " + ", ".join(
+            raise wav_io.AudioError("no example in it: " + ", ".join(
                 f"{s:.2f} s {reason}" for reason, s in sorted(plan.dropped_s.items())))
         group = self._group(source, meta, clean_name)
         whole = len(plan.windows) == 1 and plan.windows[0].duration_s >= audio.duration_s - 1e-6
@@ -228,12 +228,12 @@ class ToExamples(beam.DoFn):
                 reference = clean.window(window.start_s, window.end_s, pad=True) if clean is not None else None
                 yield self._example(source, meta, group, window, noisy_audio, reference, whole, stats)
                 written.append((window.start_s, window.end_s))
-        except audio_io.AudioError as e:  # a file truncated after some windows: keep those
+        except wav_io.AudioError as e:  # a file truncated after some windows: keep those
             if not written:
                 raise
             failure = str(e)
         if not written:
-            raise audio_io.AudioError(segments.SILENT)
+            raise wav_io.AudioError(segments.SILENT)
         covered = segments.union_length(written)
         read = segments.union_length(written + silent)  # what was read before any failure
         dropped = dict(plan.dropped_s)
@@ -248,7 +248,7 @@ class ToExamples(beam.DoFn):
                  stats: Dict[str, float]) -> tf.train.Example:
         feats = {key: _feature(value) for key, value in stats.items()}
         feats.update({
-            features.AUDIO: _feature(audio_io.encode_pcm16_wav(noisy)),
+            features.AUDIO: _feature(wav_io.encode_pcm16_wav(noisy)),
             features.LABEL: _feature(window.label.encode()),
             features.GROUP: _feature(group.encode()),
             features.SOURCE: _feature(source.encode()),
@@ -257,7 +257,7 @@ class ToExamples(beam.DoFn):
             features.SEGMENT_INDEX: _feature(window.index),
         })
         if clean is not None:
-            feats[features.CLEAN_AUDIO] = _feature(audio_io.encode_pcm16_wav(clean))
+            feats[features.CLEAN_AUDIO] = _feature(wav_io.encode_pcm16_wav(clean))
         if meta.get(features.NOISE_KIND):
             feats[features.NOISE_KIND] = _feature(meta[features.NOISE_KIND].encode())
         if meta.get(features.CHANNEL):

@@ -23,7 +23,7 @@ import soundfile
 import tensorflow as tf
 
 from components import features
-from components.audio import wav_io as audio_io
+from components.audio import wav_io
 
 Enhance = Callable[[np.ndarray, float, float], np.ndarray]  # (chunk, mean, std) -> enhanced chunk
 
@@ -68,7 +68,7 @@ def crossfade(overlap: int) -> np.ndarray:
     return np.sin(0.5 * np.pi * (np.arange(overlap) + 0.5) / overlap) ** 2 if overlap else np.zeros(0)
 
 
-def _level(audio: audio_io.AudioFile) -> Tuple[float, float]:
+def _level(audio: wav_io.AudioFile) -> Tuple[float, float]:
     """Mean and standard deviation of the whole recording, one pass over its blocks
     (the normalization the one-shot `denoise_wav` applies)."""
     count, total, squares = 0, 0.0, 0.0
@@ -104,7 +104,7 @@ def denoise_file(in_path: str, out_path: str, enhance: Enhance, chunk_s: float =
         raise ValueError(f"need 0 <= overlap_s ({overlap_s}) < chunk_s ({chunk_s})")
     fade_in = crossfade(overlap)
     written = 0
-    with audio_io.AudioFile(in_path) as audio, soundfile.SoundFile(
+    with wav_io.AudioFile(in_path) as audio, soundfile.SoundFile(
             out_path, "w", features.SAMPLE_RATE, 1, subtype="PCM_16", format="WAV") as out:
         mean, std = _level(audio)
         tail = np.zeros(0, np.float32)  # the previous chunk's faded-out overlap
@@ -153,11 +153,11 @@ class RecordingModel:
         window_s = self.window_samples / features.SAMPLE_RATE
         hop_s = hop_s or window_s
         starts, ends, probabilities, names = [], [], [], []
-        with audio_io.AudioFile(path) as audio:
+        with wav_io.AudioFile(path) as audio:
             spans = window_starts(audio.duration_s, window_s, hop_s, min_window_s)
             for i in range(0, len(spans), batch_size):
                 batch = spans[i:i + batch_size]
-                wavs = [audio_io.encode_pcm16_wav(audio.window(s, e)) for s, e in batch]
+                wavs = [wav_io.encode_pcm16_wav(audio.window(s, e)) for s, e in batch]
                 out = self.serve_wav(wavs)
                 probabilities.append(out[features.OUT_PROBABILITIES].numpy())
                 names += [v.decode() for v in out[features.OUT_LABEL].numpy()]

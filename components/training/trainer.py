@@ -1,9 +1,9 @@
 """Trainer module: TFX's Trainer calls `run_fn`, which runs the hand-written loop.
 
-Reads the ExampleGen's examples through `train_data` (the Transform graph applied
+Reads the ExampleGen's examples through `input_pipeline` (the Transform graph applied
 in a parallel tf.data map; cache by size, seeded shuffle and SpecAugment per epoch,
 prefetch), trains with the compiled step of
-`training_loop`, checkpoints every N steps into `model_run_dir` (a retry resumes
+`loop`, checkpoints every N steps into `model_run_dir` (a retry resumes
 from the last checkpoint, a rerun after a crash from the crashed execution's: see
 `resume`; the data stream continues where the interrupted run's stood),
 writes TensorBoard scalars there, and exports a float32 SavedModel (see `export`).
@@ -27,9 +27,8 @@ from components.models import denoiser_weights
 from components.models.denoiser import si_snr
 from components.models.model import build_model, input_keys
 from components.serving.export import export_saved_model
-from components.training import input_pipeline as train_data
+from components.training import input_pipeline, memory, resume
 from components.training import loop as training_loop
-from components.training import memory, resume
 
 
 def _make_evaluate(model: keras.Model, dataset: tf.data.Dataset, examples: int, batch_size: int):
@@ -94,10 +93,11 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
     strategy = training_loop.make_strategy()
     global_batch = tcfg.batch_size * tcfg.grad_accum_steps * strategy.num_replicas_in_sync
     tf_transform_output = tft.TFTransformOutput(fn_args.transform_output)
-    train_size = train_data.require_examples(fn_args.train_files, "training")
-    eval_size = train_data.require_examples(fn_args.eval_files, "evaluation")
-    cache = train_data.cache_choice(tcfg, train_data.feature_bytes(tf_transform_output, tcfg), train_size, eval_size)
-    eval_ds = train_data.make_dataset(fn_args.eval_files, tf_transform_output, tcfg.batch_size, tcfg,
+    train_size = input_pipeline.require_examples(fn_args.train_files, "training")
+    eval_size = input_pipeline.require_examples(fn_args.eval_files, "evaluation")
+    feature_bytes = input_pipeline.feature_bytes(tf_transform_output, tcfg)
+    cache = input_pipeline.cache_choice(tcfg, feature_bytes, train_size, eval_size)
+    eval_ds = input_pipeline.make_dataset(fn_args.eval_files, tf_transform_output, tcfg.batch_size, tcfg,
                                       training=False, cache=cache)
     train_examples = train_size.examples
     steps_per_epoch = max(1, math.ceil(train_examples / global_batch))
@@ -129,7 +129,7 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
         elif tcfg.denoiser.warm_start:  # a fresh run from the pretrained denoiser (a resumed one has its own)
             denoiser_weights.load(model.denoiser, tcfg.denoiser.warm_start)
         # The data stream starts where the restored step left it (step 0 on a fresh run).
-        train_ds = train_data.make_dataset(fn_args.train_files, tf_transform_output, global_batch, tcfg,
+        train_ds = input_pipeline.make_dataset(fn_args.train_files, tf_transform_output, global_batch, tcfg,
                                            training=True, start_step=_number(optimizer.iterations, int),
                                            split=train_size, cache=cache)
         dist_ds = strategy.experimental_distribute_dataset(train_ds)

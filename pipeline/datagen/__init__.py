@@ -1,2 +1,3 @@
-"""Data generators: the keyword demo (`keywords`), the calls demo (`calls`) and the held-out corpus
-(`heldout`), each runnable as `python -m pipeline.datagen.<name>`."""
+"""Data: the generated keyword demo (`keywords`), calls demo (`calls`) and held-out corpus (`heldout`); the
+real recordings fetched from Debian packages (`real`); a smaller copy of a corpus (`sample`). Each runs as
+`python -m pipeline.datagen.<name>`."""

@@ -11,7 +11,7 @@ intents (billing, delivery, fault). Writes, all 16 kHz mono PCM16, `<out>/clean/
 (the turns, digital silence between), `<out>/noisy/<call_id>.wav` (mixed with one noise kind at a stated SNR),
 `<out>/metadata.csv` (`file_name,label,group,clean_file_name,noise_kind,snr_db`: a row per call,
 label empty, group = the customer's voice), `<out>/segments.csv` (`file_name,start_s,end_s,label`:
-a row per turn, labelled `agent` or `customer`; pauses are unlabelled) and, as demo_data does, noise for
+a row per turn, labelled `agent` or `customer`; pauses are unlabelled) and, as the keyword demo does, noise for
 `data.noise_base` in `<noise-out>/<kind>/<kind>_<i>.wav`. Voices, speech and noise synthesis
 are demo_data's. The same arguments always write byte-identical files.
 """

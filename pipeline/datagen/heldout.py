@@ -9,7 +9,7 @@ what pipeline/datagen/keywords.py generates for training:
   (HELDOUT_VARIANTS; training uses demo_data.VARIANTS), at random speeds and pitches;
 - noise kinds: fan, keyboard, music and alarm (HELDOUT_NOISE_KINDS; training mixes
   demo_data.NOISE_KINDS), each clip with its own realization;
-- channels: wideband 16 kHz, and a mobile call (components/channel.mobile: 300-3400 Hz
+- channels: wideband 16 kHz, and a mobile call (components/audio/channel.py, mobile: 300-3400 Hz
   at 8 kHz, AMR-NB at a random bit rate), a codec the training never hears.
 
 Each utterance is written clean on both channels (`snr_bucket` no_reference) and noisy
@@ -35,8 +35,7 @@ import scipy.signal
 import soundfile
 
 from components import features
-from components.audio import channel, mixing
-from components.audio import wav_io as audio_io
+from components.audio import channel, mixing, wav_io
 from pipeline.datagen import keywords as demo_data
 from pipeline.datagen.keywords import SR, WORDS, at_speech_level, trim_and_level
 
@@ -67,7 +66,7 @@ def speak(text: str, voice: Voice) -> np.ndarray:
         subprocess.run(["flite", "-voice", name, "--setf", f"duration_stretch={speed:.3f}", "-t", text,
                         "-o", tmp.name], check=True, capture_output=True)
         with open(tmp.name, "rb") as f:
-            return trim_and_level(audio_io.decode_to_mono_16k(f.read()))
+            return trim_and_level(wav_io.decode_to_mono_16k(f.read()))
 
 
 def _fan(rng: np.random.Generator, n: int) -> np.ndarray:

@@ -28,8 +28,7 @@ import numpy as np
 import soundfile
 
 from components import features
-from components.audio import mixing
-from components.audio import wav_io as audio_io
+from components.audio import mixing, wav_io
 
 SR = features.SAMPLE_RATE
 WORDS = ("yes", "no", "up", "down", "left", "right", "on", "off", "stop", "go")
@@ -94,7 +93,7 @@ def speak(text: str, voice: str, wpm: int, pitch: int) -> np.ndarray:
         subprocess.run(["espeak-ng", "-v", voice, "-s", str(wpm), "-p", str(pitch), "-w", tmp.name, text],
                        check=True, capture_output=True)
         with open(tmp.name, "rb") as f:
-            return trim_and_level(audio_io.decode_to_mono_16k(f.read()))
+            return trim_and_level(wav_io.decode_to_mono_16k(f.read()))
 
 
 def _festival(text: str, voice: str, wpm: int, f0_hz: int) -> np.ndarray:
@@ -107,7 +106,7 @@ def _festival(text: str, voice: str, wpm: int, f0_hz: int) -> np.ndarray:
         subprocess.run(["text2wave", "-o", tmp.name, "-eval", scheme], input=text.encode(), check=True,
                        capture_output=True)
         with open(tmp.name, "rb") as f:
-            return trim_and_level(audio_io.decode_to_mono_16k(f.read()))
+            return trim_and_level(wav_io.decode_to_mono_16k(f.read()))
 
 
 def trim_and_level(audio: np.ndarray) -> np.ndarray:

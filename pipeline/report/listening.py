@@ -19,11 +19,11 @@ from apache_beam.io.filesystems import FileSystems
 from tfx.utils import path_utils
 
 from components import features
-from components.audio import wav_io as audio_io
+from components.audio import wav_io
 from components.audio.snr import si_snr_db
 from components.config import PipelineConfig
 from components.serving.recording import RecordingModel
-from components.training import input_pipeline as train_data
+from components.training import input_pipeline
 from pipeline import summary
 from pipeline.report import plots
 from pipeline.report.model import Item, Section, Sound
@@ -39,7 +39,7 @@ def model_dir(run: summary.RunSummary) -> Optional[str]:
 
 def _test_examples(run: summary.RunSummary) -> Iterator[tf.train.Example]:
     examples = run.artifacts["WavExampleGen"]["examples"][0].uri
-    for record in train_data.records([os.path.join(examples, "Split-test", "*")]):
+    for record in input_pipeline.records([os.path.join(examples, "Split-test", "*")]):
         yield tf.train.Example.FromString(record.numpy())
 
 
@@ -53,7 +53,7 @@ def _value(example: tf.train.Example, key: str):
 
 
 def _signals(names_wavs: Dict[str, bytes]) -> Dict[str, np.ndarray]:
-    return {name: audio_io.decode_to_mono_16k(wav) for name, wav in names_wavs.items()}
+    return {name: wav_io.decode_to_mono_16k(wav) for name, wav in names_wavs.items()}
 
 
 def _sound(name: str, title: str, wavs: Dict[str, bytes]) -> Sound:
@@ -114,7 +114,7 @@ def _pick(run: summary.RunSummary, cfg) -> Tuple[List[tf.train.Example], Optiona
 def _cut(path: str, max_s: float, into: str) -> Tuple[str, float, float]:
     """The first max_s seconds of `path` as a 16 kHz WAV in `into` (the whole file if shorter);
     returns (into, seconds written, the file's duration)."""
-    with audio_io.AudioFile(path) as audio:
+    with wav_io.AudioFile(path) as audio:
         end = min(audio.duration_s, max_s)
         samples = audio.window(0.0, end, pad=True)
         whole = audio.duration_s
