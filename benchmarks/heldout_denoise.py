@@ -66,11 +66,8 @@ def mixtures(clean_recordings, seed: int):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--model", action="append", default=[], metavar="[NAME=]DIR",
-                        help="a pushed model (or the Pusher's base directory); repeat to compare several")
     parser.add_argument("--voices", type=int, default=0, help="first N held-out voices (0: all)")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", default=None)
+    whole_recordings.add_arguments(parser)
     args = parser.parse_args()
     methods, note = whole_recordings.methods_with(args.model)
     clean_recordings = recordings(args.seed, args.voices)

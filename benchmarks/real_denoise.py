@@ -100,11 +100,8 @@ def main():
     parser.add_argument("--data", default="data/real", help="pipeline/datagen/real.py's output folder")
     parser.add_argument("--part", choices=PARTS, required=True,
                         help="validation: tune on it; test: report it once per configuration")
-    parser.add_argument("--model", action="append", default=[], metavar="[NAME=]DIR",
-                        help="a pushed model (or the Pusher's base directory); repeat to compare several")
     parser.add_argument("--per-source", type=int, default=2, help="recordings per speech source")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", default=None)
+    whole_recordings.add_arguments(parser)
     args = parser.parse_args()
     methods, note = whole_recordings.methods_with(args.model)
     clean = recordings(os.path.join(args.data, "speech_test"), args.part, args.per_source)

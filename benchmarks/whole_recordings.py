@@ -47,6 +47,14 @@ def denoise_wav(model_dir: str) -> Tuple[str, Method]:
     return model_dir, enhance
 
 
+def add_arguments(parser) -> None:
+    """The flags every whole-recording benchmark takes: the models, the seed, the results file."""
+    parser.add_argument("--model", action="append", default=[], metavar="[NAME=]DIR",
+                        help="a pushed model (or the Pusher's base directory); repeat to compare several")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", default=None, help="the results file (benchmarks/RESULTS-<benchmark>.md)")
+
+
 def methods_with(models: Sequence[str]) -> Tuple[Dict[str, Method], str]:
     """The baselines and each `[NAME=]DIR` model; and a note naming the models."""
     methods, notes = dict(METHODS), []
