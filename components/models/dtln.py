@@ -20,19 +20,6 @@ import tf_keras as keras
 from components.config import DenoiserConfig
 
 
-class InstantLayerNorm(keras.layers.Layer):
-    """DTLN's instant layer normalization: each frame normalized over its features, then a learned
-    per-feature gain and bias (keras' LayerNormalization computes the same; kept under the paper's
-    name for the block diagram)."""
-
-    def __init__(self, **kwargs):
-        super().__init__(**kwargs)
-        self.norm = keras.layers.LayerNormalization(axis=-1, epsilon=1e-7)
-
-    def call(self, x):
-        return self.norm(x)
-
-
 def _separation(units: int, size: int, name: str) -> keras.Sequential:
     """Two causal LSTM layers and a sigmoid gain of `size` per frame (DTLN's separation kernel)."""
     return keras.Sequential([keras.layers.LSTM(units, return_sequences=True), keras.layers.Dropout(0.25),
@@ -45,10 +32,11 @@ class DTLN(keras.Model):
         super().__init__(name="denoiser", **kwargs)
         self.cfg = cfg
         bins = cfg.frame_length // 2 + 1
-        self.norm_1 = InstantLayerNorm(name="norm_1")
+        # DTLN's "instant layer normalization": each frame over its features, a learned gain and bias per feature
+        self.norm_1 = keras.layers.LayerNormalization(axis=-1, epsilon=1e-7, name="norm_1")
         self.stage_1 = _separation(cfg.lstm_units, bins, "stage_1")
         self.encoder = keras.layers.Conv1D(cfg.encoder_size, 1, use_bias=False, name="encoder")
-        self.norm_2 = InstantLayerNorm(name="norm_2")
+        self.norm_2 = keras.layers.LayerNormalization(axis=-1, epsilon=1e-7, name="norm_2")
         self.stage_2 = _separation(cfg.lstm_units, cfg.encoder_size, "stage_2")
         self.decoder = keras.layers.Conv1D(cfg.frame_length, 1, use_bias=False, dtype="float32", name="decoder")
 
