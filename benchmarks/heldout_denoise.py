@@ -14,7 +14,7 @@ realizations) at 0, 5 and 10 dB, on the wideband channel and through a mobile ca
 (AMR-NB; its reference is the call of the clean speech). Every method enhances the whole
 recording: the model through its `denoise_wav` signature (any length, chunked), RNNoise
 (pyrnnoise, 48 kHz, its 20-ms delay removed) and noisereduce (spectral gating). The score is
-the SI-SNR and SNR improvement and the STOI change over the whole recording, against the clean
+the SI-SNR, SNR, STOI, PESQ and DNSMOS change over the whole recording, against the clean
 reference (benchmarks/whole_recordings.py).
 """
 import argparse
@@ -79,7 +79,8 @@ def main():
              f"{count} whole recordings of "
              f"{np.mean([len(c) for c in clean_recordings.values()]) / features.SAMPLE_RATE:.1f} s "
              f"on average ({seconds / 60:.1f} min of audio per method, {wall:.0f} s wall).{note}",
-             "Mean improvement over the whole recording (SI-SNR and SNR in dB, STOI in its 0-1 units), averaged "
+             "Mean change over the whole recording, enhanced less noisy (SI-SNR and SNR in dB; STOI 0-1; PESQ wb on "
+             "wideband, nb on narrowband channels; DNSMOS P.835 overall, reference-free, 1-5), averaged "
              "over the three SNRs.", ""]
     lines += whole_recordings.tables(scores, list(methods), kinds, heldout_data.CHANNELS, SNRS_DB)
     publish("Held-out denoising on whole recordings", "\n".join(lines), args.out)

@@ -11,7 +11,7 @@ packages, speakers and noise recordings than the training part. Each speaker's u
 kind at 0, 5 and 10 dB, and delivered wideband and through an 8 kHz G.711 (mu-law) telephone call,
 whose reference is the call of the clean speech. `--part` halves everything: `validation` (tune on it
 as often as you like) and `test` (report it once per configuration) share no recording and no noise
-file. Scores: benchmarks/whole_recordings.py (SI-SNR and SNR improvement, STOI change).
+file. Scores: benchmarks/whole_recordings.py (SI-SNR, SNR, STOI, PESQ and DNSMOS, enhanced less noisy).
 """
 import argparse
 import glob
@@ -117,7 +117,8 @@ def main():
              f"{', '.join(f'{k} ({len(v)} files)' for k, v in noise.items())} x SNRs "
              f"{', '.join(f'{s:g}' for s in SNRS_DB)} dB x channels {', '.join(CHANNELS)} "
              f"({seconds / 60:.1f} min of audio per method, {wall:.0f} s wall).{note}",
-             "Mean improvement over the whole recording (SI-SNR and SNR in dB, STOI in its 0-1 units), averaged "
+             "Mean change over the whole recording, enhanced less noisy (SI-SNR and SNR in dB; STOI 0-1; PESQ wb on "
+             "wideband, nb on narrowband channels; DNSMOS P.835 overall, reference-free, 1-5), averaged "
              "over the three SNRs.", ""]
     lines += whole_recordings.tables(scores, list(methods), list(noise), CHANNELS, SNRS_DB)
     publish(f"Real recordings: denoising whole recordings ({args.part} part)", "\n".join(lines), args.out)

@@ -10,27 +10,28 @@ from typing import Callable, Dict, Iterable, List, Sequence, Tuple
 import numpy as np
 import soundfile
 import tensorflow as tf
-from pystoi import stoi
 
 from benchmarks.denoise_baselines import METHODS, PROJECT, pushed_model
 from components import features
-from components.audio import wav_io
-from components.audio.snr import improvement_db, si_snr_db, snr_db
+from components.audio import quality, wav_io
+from components.audio.snr import si_snr_db, snr_db
 
 Method = Callable[[np.ndarray, int], np.ndarray]
 
 
-def _stoi_change(reference: np.ndarray, noisy: np.ndarray, enhanced: np.ndarray) -> float:
-    """STOI (Taal et al. 2011, pystoi) of the enhanced audio less the noisy audio's."""
-    sr = features.SAMPLE_RATE
-    return stoi(reference, enhanced, sr) - stoi(reference, noisy, sr)
-
-
-METRICS = {  # name -> f(reference, noisy, enhanced); None when undefined (a silent reference)
-    "SI-SNRi": lambda ref, x, y: improvement_db(si_snr_db, ref, x, y),
-    "SNRi": lambda ref, x, y: improvement_db(snr_db, ref, x, y),
-    "STOIi": _stoi_change,
+# name -> f(reference, audio, wideband): a score of the audio, None where undefined (a silent reference); the
+# tables show the enhanced audio's score less the noisy audio's.
+METRICS = {
+    "SI-SNRi": lambda ref, y, wb: si_snr_db(ref, y),
+    "SNRi": lambda ref, y, wb: snr_db(ref, y),
+    "STOIi": lambda ref, y, wb: quality.stoi(ref, y),
+    # PESQ wideband on the wideband channel, narrowband (8 kHz) on the telephone and mobile ones
+    "PESQi": lambda ref, y, wb: quality.pesq_score(ref, y, wb),
+    # DNSMOS P.835 overall score: reference-free, so the one of these a call center can read on its own calls
+    "DNSMOSi": lambda ref, y, wb: quality.dnsmos(y)["ovrl"],
 }
+DIGITS = {"STOIi": 3}  # decimals in the tables (2 otherwise)
+SUMMARY = ("SI-SNRi", "PESQi", "STOIi", "DNSMOSi")  # the metrics of the a-row-per-method tables
 
 
 def denoise_wav(model_dir: str) -> Tuple[str, Method]:
@@ -73,25 +74,28 @@ def score(mixtures: Iterable[Tuple[str, float, str, np.ndarray, np.ndarray]], me
     seconds, started = 0.0, time.time()
     for kind, snr, ch, x, ref in mixtures:
         seconds += len(x) / features.SAMPLE_RATE
+        wideband = ch == "wideband"
+        before = {name: metric(ref, x, wideband) for name, metric in METRICS.items()}  # once, not per method
         for method, enhance in methods.items():
             enhanced = enhance(x, features.SAMPLE_RATE).astype(np.float32)
             for name, metric in METRICS.items():
-                value = metric(ref, x, enhanced)
-                if value is not None:
-                    scores[(method, name, ch, kind, snr)].append(value)
+                after = metric(ref, enhanced, wideband) if before[name] is not None else None
+                if after is not None:
+                    scores[(method, name, ch, kind, snr)].append(after - before[name])
     return scores, seconds, time.time() - started
 
 
 def tables(scores, methods: Sequence[str], kinds: Sequence[str], channels: Sequence[str],
            snrs: Sequence[float]) -> List[str]:
-    """The summary (a row per method: SI-SNRi and STOIi per kind, per channel, all), then per channel."""
+    """The summary (a row per method: each SUMMARY metric per kind, per channel, all), then per channel."""
     def mean(method, name, chans, kind=None, snr=None, digits=2):
         values = [v for (m, n, c, k, s), vs in scores.items() for v in vs
                   if m == method and n == name and c in chans and kind in (None, k) and snr in (None, s)]
         return f"{np.mean(values):.{digits}f}" if values else "-"
 
     lines = []
-    for name, digits in (("SI-SNRi", 2), ("STOIi", 3)):
+    for name in SUMMARY:
+        digits = DIGITS.get(name, 2)
         lines += [f"**{name}, a row per method** (both channels per noise kind; each channel; all)", "",
                   "| method | " + " | ".join((*kinds, *channels)) + " | all |",
                   "| --- | " + " | ".join("---" for _ in (*kinds, *channels)) + " | --- |"]
@@ -107,7 +111,7 @@ def tables(scores, methods: Sequence[str], kinds: Sequence[str], channels: Seque
                   "| --- | --- | " + " | ".join("---" for _ in (*kinds, *snrs)) + " | --- |"]
         for method in methods:
             for name in METRICS:
-                digits = 3 if name == "STOIi" else 2
+                digits = DIGITS.get(name, 2)
                 cells = [mean(method, name, chans, kind=k, digits=digits) for k in kinds]
                 cells += [mean(method, name, chans, snr=s, digits=digits) for s in snrs]
                 total = mean(method, name, chans, digits=digits)

@@ -22,7 +22,21 @@ rm -rf "$venv"
 # writes every module's .pyc now: where Python may not write them later (PYTHONDONTWRITEBYTECODE=1,
 # or a venv the running user cannot write, as in the image) every process, each Beam worker
 # included, would otherwise compile TensorFlow's and TFX's sources anew (40 s of CPU a worker).
-"$venv/bin/uv" pip sync -q --compile-bytecode --python "$venv/bin/python" --require-hashes "$lock"
+# Packages the index has only as a source distribution (pesq) are built in a second step, without
+# build isolation, against the Cython and numpy the lock has just installed: an isolated build would
+# resolve its build requirements from the index, which a pinned install must not do.
+sdist_only="pesq"
+main_part=$(mktemp) sdist_part=$(mktemp)
+trap 'rm -f "$main_part" "$sdist_part"' EXIT
+awk -v names="$sdist_only" -v main="$main_part" -v sdist="$sdist_part" '
+  BEGIN { n = split(names, list, " "); for (i = 1; i <= n; i++) wanted[list[i]] = 1 }
+  /^[^ #]/ { split($0, parts, "=="); take = (parts[1] in wanted) }
+  { print > (take ? sdist : main) }' "$lock"
+"$venv/bin/uv" pip sync -q --compile-bytecode --python "$venv/bin/python" --require-hashes "$main_part"
+if [ -s "$sdist_part" ]; then
+  "$venv/bin/uv" pip install -q --compile-bytecode --python "$venv/bin/python" --require-hashes --no-deps \
+    --no-build-isolation -r "$sdist_part"
+fi
 if [ "$mode" = editable ]; then
   "$venv/bin/uv" pip install -q --compile-bytecode --python "$venv/bin/python" --no-deps -e .
 else

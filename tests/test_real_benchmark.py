@@ -44,7 +44,7 @@ def test_doing_nothing_scores_zero_and_the_reference_scores_high(tmp_path):
     base = _corpus(tmp_path)
     clean = real_denoise.recordings(str(base / "speech_test"), "test", per_source=1)
     noise = real_denoise.noises(str(base / "noise_test"), "test")
-    mixtures = list(real_denoise.mixtures(clean, noise, seed=0))
+    mixtures = list(real_denoise.mixtures(clean, noise, seed=0))[:4]  # both channels; DNSMOS: 1 s each
     assert {m[2] for m in mixtures} == set(real_denoise.CHANNELS)
     references = {id(x): ref for _, _, _, x, ref in mixtures}
     hiss = np.random.default_rng(1)  # the reference itself has an infinite SI-SNR: a trace of noise on it
@@ -57,3 +57,10 @@ def test_doing_nothing_scores_zero_and_the_reference_scores_high(tmp_path):
     assert min(oracle) > 20
     stoi_nothing = [v for (m, name, *_), vs in scores.items() for v in vs if m == "nothing" and name == "STOIi"]
     assert np.allclose(stoi_nothing, 0, atol=1e-6)
+    pesq_nothing = [v for (m, name, *_), vs in scores.items() for v in vs if m == "nothing" and name == "PESQi"]
+    pesq_oracle = {ch: [v for (m, name, c, *_), vs in scores.items() for v in vs
+                        if m == "oracle" and name == "PESQi" and c == ch] for ch in real_denoise.CHANNELS}
+    assert pesq_nothing and np.allclose(pesq_nothing, 0, atol=1e-6)
+    assert all(values and min(values) > 1.0 for values in pesq_oracle.values())  # wideband and narrowband
+    dnsmos_nothing = [v for (m, name, *_), vs in scores.items() for v in vs if m == "nothing" and name == "DNSMOSi"]
+    assert len(dnsmos_nothing) == len(mixtures) and np.allclose(dnsmos_nothing, 0, atol=1e-6)
