@@ -6,6 +6,10 @@
 #   docker build --target with-model -t REGISTRY/tfx-audio:TAG-w2v2 .   (bakes ./models/wav2vec2-base,
 #       a save_pretrained directory, in at /models/wav2vec2-base: kubeflow.yaml's trainer.wav2vec2.pretrained)
 FROM python:3.10.15-slim-bookworm AS build
+# A C compiler for pesq, which the index has only as a source distribution (scripts/install.sh builds it).
+# The build stage is discarded, so the compiler never reaches the image; its version is Debian bookworm's.
+# hadolint ignore=DL3008
+RUN apt-get update && apt-get install -y --no-install-recommends gcc libc6-dev && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY requirements-runtime.lock setup.py ./
 COPY scripts/install.sh scripts/

@@ -11,7 +11,7 @@ setup(
     description="TFX pipeline for noisy speech: WAV ExampleGen, Transform, GradientTape Trainer, TFMA, Pusher",
     python_requires=">=3.10,<3.11",
     packages=find_packages(include=["pipeline", "pipeline.*", "components", "components.*"]),
-    package_data={"pipeline": ["configs/*.yaml"]},
+    package_data={"pipeline": ["configs/*.yaml"], "components": ["models/pretrained/*"]},
     install_requires=[
         "tfx[kfp]==1.16.0",
         "tensorflow>=2.16,<2.17",
@@ -30,10 +30,13 @@ setup(
         "tqdm>=4",
         "matplotlib>=3.8",
         "jinja2>=3",
+        "pesq>=0.0.4",  # the Evaluator's PESQ (components/evaluation/tfma_quality.py)
+        "pystoi>=0.4",  # and STOI
+        "cython>=3",  # builds pesq, which the index has only as a source distribution (scripts/install.sh)
     ],
     entry_points={"console_scripts": ["tfx-audio=pipeline.cli:console"]},
     extras_require={
         "test": ["pytest>=8", "pytest-timeout", "pytest-xdist", "ruff"],
-        "bench": ["noisereduce>=3", "pyrnnoise>=0.4", "fast-bss-eval>=0.1", "pystoi>=0.4"],
+        "bench": ["noisereduce>=3", "pyrnnoise>=0.4", "fast-bss-eval>=0.1", "speechmos", "onnxruntime"],
     },
 )

@@ -17,17 +17,18 @@ from ml_metadata.metadata_store import metadata_store
 from ml_metadata.proto import metadata_store_pb2
 from tfx.orchestration import metadata
 
-from components.evaluation import tfma_recording, tfma_snr
+from components.evaluation import tfma_quality, tfma_recording, tfma_snr
 from components.validation import schema
 
 Event = metadata_store_pb2.Event
 _SLICE_COLUMNS = ("example_count", "sparse_categorical_accuracy", tfma_recording.RECORDING_ACCURACY,
                   tfma_snr.SNR_IMPROVEMENT,
-                  tfma_snr.SI_SNR_IMPROVEMENT, tfma_snr.SCORED, tfma_snr.UNDEFINED)
+                  tfma_snr.SI_SNR_IMPROVEMENT, tfma_quality.PESQ_IMPROVEMENT, tfma_quality.STOI_IMPROVEMENT,
+                  tfma_snr.SCORED, tfma_snr.UNDEFINED)
 
 
 _SIDE_BY_SIDE = ("example_count", "sparse_categorical_accuracy", tfma_snr.SI_SNR_IMPROVEMENT,
-                 tfma_snr.SNR_IMPROVEMENT)
+                 tfma_snr.SNR_IMPROVEMENT, tfma_quality.PESQ_IMPROVEMENT, tfma_quality.STOI_IMPROVEMENT)
 
 
 def _slice_table(title: str, slices: Dict[str, Dict[str, float]]) -> List[str]:

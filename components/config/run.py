@@ -42,6 +42,14 @@ class EvaluatorConfig:
               "a clean reference; None turns the gate off.")
     max_si_snr_regression_db: NonNegative = setting(
         0.0, "the candidate's SI-SNR improvement may be at most this many dB below the latest blessed model's")
+    perceptual_metrics: Bool = setting(
+        True, "with the denoiser: also the PESQ (wideband) and STOI improvement (components/evaluation/"
+              "tfma_quality.py), in the slices and the report; a fraction of a second of CPU per example")
+    min_pesq_improvement: Optional[Float] = setting(
+        None, "Perceptual gate (needs perceptual_metrics): the PESQ improvement on the split's examples with a "
+              "clean reference, in MOS-LQO; None turns the gate off.")
+    max_pesq_regression: NonNegative = setting(
+        0.0, "the candidate's PESQ improvement may be at most this much below the latest blessed model's")
     slice_features: List[str] = setting(
         factory=lambda: [features.NOISE_KIND, features.SNR_BUCKET, features.CHANNEL], help="Slices reported "
                                                                                            "(not gated): raw or "
@@ -152,6 +160,10 @@ class PipelineConfig:
         if self.evaluator.min_si_snr_improvement_db is not None and not self.trainer.denoiser.enabled:
             raise ValueError("evaluator.min_si_snr_improvement_db gates the denoiser: set "
                              "trainer.denoiser.enabled=true or leave the floor unset")
+        if self.evaluator.min_pesq_improvement is not None and not (
+                self.trainer.denoiser.enabled and self.evaluator.perceptual_metrics):
+            raise ValueError("evaluator.min_pesq_improvement gates the denoiser's PESQ: set "
+                             "trainer.denoiser.enabled=true and evaluator.perceptual_metrics=true, or leave it unset")
         segment, hop = self.segment_s, self.ingest_options()["hop_s"]
         if segment > self.features.clip_seconds + 1e-9:
             raise ValueError(f"data.segment_s={segment} is longer than the model's window "

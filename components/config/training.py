@@ -111,9 +111,10 @@ class DenoiserConfig:
     lstm_units: PositiveInt = setting(128, "dtln: units of each of its two LSTM layers per stage")
     encoder_size: PositiveInt = setting(256, "dtln: size of its second stage's learned frame encoding")
     warm_start: str = setting(
-        "", "denoiser weights to start from instead of random ones: a pushed model's "
-            "assets/denoiser.weights.h5, e.g. the project's pretrained one (docs/data-sources.md); its design "
-            "and sizes must be these settings'. Not used when the Trainer resumes from a checkpoint")
+        "", "denoiser weights to start from instead of random ones: a pushed model (or its "
+            "assets/denoiser.weights.h5), or `pretrained`, the project's own DTLN trained on real recordings "
+            "(components/models/pretrained/MODEL_CARD.md: design dtln, default sizes); the design and sizes "
+            "must be these settings'. Not used when the Trainer resumes from a checkpoint")
     frame_length: PositiveInt = setting(512, "32 ms")
     frame_step: PositiveInt = setting(128, "8 ms")
     fft_length: PositiveInt = setting(512, "FFT size of the denoiser's STFT")

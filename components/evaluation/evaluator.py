@@ -5,7 +5,8 @@ The model is blessed only when accuracy clears `evaluator.min_accuracy` and does
 not fall below the latest blessed model's by more than `max_accuracy_regression`
 (not for the `denoise` objective, which leaves the classifier untrained);
 with `min_si_snr_improvement_db` set, the same holds for the SI-SNR improvement
-(floor, and at most `max_si_snr_regression_db` below the baseline's).
+(floor, and at most `max_si_snr_regression_db` below the baseline's), and with
+`min_pesq_improvement` for the PESQ improvement (`perceptual_metrics`: PESQ and STOI, tfma_quality).
 
 The held-out evaluation (`evaluator.heldout_base`, HELDOUT_SPLIT) computes the same
 metrics ungated, so its slices may include the clean examples (`snr_bucket`
@@ -17,7 +18,7 @@ import tensorflow_model_analysis as tfma
 
 from components import features
 from components.config import EvaluatorConfig, FeatureConfig, TrainerConfig
-from components.evaluation import tfma_recording, tfma_snr
+from components.evaluation import tfma_quality, tfma_recording, tfma_snr
 from components.transform.preprocessing import snr_bucket_names
 
 HELDOUT_SPLIT = "heldout"  # the one split of the held-out ExampleGen
@@ -84,6 +85,13 @@ def make_eval_config(cfg: EvaluatorConfig, trainer: TrainerConfig, feature_cfg: 
             tfma.MetricConfig(class_name=tfma_snr.SiSnrImprovement.__name__, module=tfma_snr.__name__,
                               per_slice_thresholds=si_snr_gate),
             tfma.MetricConfig(class_name=tfma_snr.SnrImprovement.__name__, module=tfma_snr.__name__)]
+        if cfg.perceptual_metrics:
+            pesq_gate = ([] if cfg.min_pesq_improvement is None or heldout else
+                         _overall_gate(cfg.min_pesq_improvement, cfg.max_pesq_regression))
+            metrics += [
+                tfma.MetricConfig(class_name=tfma_quality.PesqImprovement.__name__, module=tfma_quality.__name__,
+                                  per_slice_thresholds=pesq_gate),
+                tfma.MetricConfig(class_name=tfma_quality.StoiImprovement.__name__, module=tfma_quality.__name__)]
     return tfma.EvalConfig(
         model_specs=[tfma.ModelSpec(
             signature_name="serving_default",

@@ -1,6 +1,7 @@
 """The denoiser's weights on their own, the way a site fine-tunes from the project's pretrained
 denoiser (`trainer.denoiser.warm_start`): every pushed model with a denoiser carries them as
-`assets/denoiser.weights.h5` (Keras' HDF5 weights of the denoiser alone)."""
+`assets/denoiser.weights.h5` (Keras' HDF5 weights of the denoiser alone). `pretrained` names the
+project's own, shipped in the package (components/models/pretrained/, its model card beside it)."""
 from __future__ import annotations
 
 import os
@@ -10,6 +11,8 @@ import tf_keras as keras
 from absl import logging
 
 FILE = os.path.join("assets", "denoiser.weights.h5")
+PRETRAINED_NAME = "pretrained"  # the warm_start value that names the packaged weights
+PRETRAINED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pretrained", "dtln.weights.h5")
 
 
 def save(denoiser: keras.Model, model_dir: str) -> str:
@@ -22,7 +25,10 @@ def save(denoiser: keras.Model, model_dir: str) -> str:
 
 def load(denoiser: keras.Model, path: str) -> None:
     """Sets the (built) denoiser's weights from `path`: a weights file, or a model directory holding
-    one; a clear error when it is missing or was written by another design or size."""
+    one, or `pretrained` (PRETRAINED); a clear error when it is missing or was written by another design
+    or size."""
+    if path == PRETRAINED_NAME:
+        path = PRETRAINED
     if tf.io.gfile.isdir(path):
         path = os.path.join(path, FILE)
     if not tf.io.gfile.exists(path):

@@ -14,13 +14,14 @@ import tensorflow_transform as tft
 from google.protobuf import json_format
 
 from components import features
-from components.evaluation import tfma_recording, tfma_snr
+from components.evaluation import tfma_quality, tfma_recording, tfma_snr
 from pipeline import summary
 from pipeline.report import plots
 from pipeline.report.model import Item, Section
 
 ACCURACY = "sparse_categorical_accuracy"
-_SLICE_COLUMNS = ("example_count", ACCURACY, tfma_snr.SI_SNR_IMPROVEMENT, tfma_snr.SNR_IMPROVEMENT)
+_SLICE_COLUMNS = ("example_count", ACCURACY, tfma_snr.SI_SNR_IMPROVEMENT, tfma_snr.SNR_IMPROVEMENT,
+                  tfma_quality.PESQ_IMPROVEMENT, tfma_quality.STOI_IMPROVEMENT)
 _CONFUSION = "multiClassConfusionMatrixAtThresholds"
 
 
