@@ -112,3 +112,27 @@ def test_bad_context_settings_are_refused_with_the_setting_named(change, message
                     context=ContextConfig(clips=2, noise_base="n"))
     with pytest.raises(ValueError, match=message):
         TrainerConfig(**{**settings, **change})
+
+
+def test_a_second_noise_and_speech_level_changes_when_asked(tmp_path):
+    noise_base = _noise_dir(tmp_path)
+    bank = context.noise_bank(noise_base, 2 * ROW, 16)
+    batch, clean = _batch()
+
+    def mixture_and_target(**kw):
+        out = context.make_sequences(_cfg(noise_base, snr_db_range=[0.0, 0.0], **kw), bank, None)(_seeds(), batch)
+        return out[features.CONTEXT_NOISY].numpy(), out[features.CONTEXT_CLEAN].numpy()
+
+    one_noisy, one_clean = mixture_and_target()
+    two_noisy, two_clean = mixture_and_target(second_noise_probability=1.0)
+    for g in range(2):  # the same speech, and noise at 0 dB twice over: its power doubles against the speech
+        rows = slice(2 * g, 2 * g + 2)
+        snr_one = 10 * np.log10(np.sum(one_clean[rows] ** 2) / np.sum((one_noisy[rows] - one_clean[rows]) ** 2))
+        snr_two = 10 * np.log10(np.sum(two_clean[rows] ** 2) / np.sum((two_noisy[rows] - two_clean[rows]) ** 2))
+        assert snr_one == pytest.approx(0.0, abs=1e-2)
+        assert -6.03 < snr_two < -1.0  # two stretches at 0 dB: -3 dB apart, -6 dB if the same one is drawn twice
+    _, leveled = mixture_and_target(speech_level_db=6.0)
+    # Each clip scaled on its own: the clip-to-clip level ratios change, by at most 12 dB, and not all alike.
+    ratios = [20 * np.log10(np.linalg.norm(leveled[i]) / np.linalg.norm(leveled[i + 1])
+                            * np.linalg.norm(clean[i + 1]) / np.linalg.norm(clean[i])) for i in (0, 2)]
+    assert all(abs(r) <= 12.0 + 1e-3 for r in ratios) and max(abs(r) for r in ratios) > 0.1

@@ -142,6 +142,12 @@ class ContextConfig:
     snr_db_range: Annotated[List[Float], Field(min_length=2, max_length=2)] = setting(
         factory=lambda: [-5.0, 15.0], help="the sequences' SNRs are drawn uniformly from [low, high] dB")
     max_noise_mb: PositiveInt = setting(256, "the recordings are held in memory (float32): a clear error past this")
+    second_noise_probability: Fraction = setting(
+        0.0, "share of sequences that get a second noise: a stretch of another draw of the bank at its own SNR "
+             "from snr_db_range, over the first")
+    speech_level_db: NonNegative = setting(
+        0.0, "each clip's speech level inside a sequence moves by up to +- this many dB (its own draw), the "
+             "noise held: a talker nearer and farther; 0 keeps one level")
 
 
 @dataclasses.dataclass

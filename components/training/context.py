@@ -15,6 +15,11 @@ sequence, so a replica's or a micro-batch's share of a batch holds whole sequenc
 size is a multiple of `clips`). Draws are stateless, from each sequence's first example's
 (seed, epoch, index): a resumed run draws what the uninterrupted one drew.
 
+Two more draws make the mixtures less alike (dynamic mixing as in Wisdom et al. 2020's and the DNS
+challenge's recipes): `second_noise_probability`, a second stretch of another recording at its own SNR
+over the first (a machine and a crowd at once); `speech_level_db`, each clip's speech at its own level,
+up to that many dB up or down, inside a sequence whose noise holds (the talker nearer, then farther).
+
 The noise recordings are read once when the Trainer starts and held in memory as float32,
 looped to the sequence length where shorter; `max_noise_mb` bounds them.
 """
@@ -59,27 +64,43 @@ def make_sequences(cfg: TrainerConfig, bank: Tuple[np.ndarray, np.ndarray, np.nd
     count = tf.shape(starts, out_type=tf.int64)[0]
     low, high = cfg.context.snr_db_range
 
+    def stretch(u_recording: tf.Tensor, u_offset: tf.Tensor, length: tf.Tensor) -> tf.Tensor:
+        """[G, length] noise: for each sequence a stretch of the recording and at the offset its draws pick."""
+        which = tf.minimum(tf.cast(u_recording * tf.cast(count, tf.float32), tf.int64), count - 1)
+        room = tf.gather(lengths, which) - length + 1  # the offsets a full stretch fits at
+        offset = tf.gather(starts, which) + tf.minimum(tf.cast(u_offset * tf.cast(room, tf.float32), tf.int64),
+                                                       room - 1)
+        return tf.gather(flat, offset[:, tf.newaxis] + tf.range(length)[tf.newaxis, :])
+
+    def at_snr(speech_power: tf.Tensor, noise: tf.Tensor, u_snr: tf.Tensor) -> tf.Tensor:
+        snr_db = low + u_snr[:, tf.newaxis] * (high - low)
+        noise_power = tf.reduce_mean(tf.square(noise), axis=1, keepdims=True)
+        return noise * tf.sqrt(speech_power / (noise_power * 10.0 ** (snr_db / 10.0) + 1e-12))
+
     def sequences(seeds: tf.Tensor, batch: dict) -> dict:
         clean_rows = batch[features.CLEAN_WAVEFORM]
         row = tf.shape(clean_rows)[1]
+        if cfg.context.speech_level_db > 0:  # each clip's talker nearer or farther (its own draw, fold-in 3)
+            u_level = tf.map_fn(
+                lambda s: tf.random.stateless_uniform([], tf.random.experimental.stateless_fold_in(s, 3)),
+                seeds, fn_output_signature=tf.TensorSpec([], tf.float32))
+            level_db = (2.0 * u_level[:, tf.newaxis] - 1.0) * cfg.context.speech_level_db
+            clean_rows = clean_rows * 10.0 ** (level_db / 20.0)
         clean = tf.reshape(clean_rows, [-1, clips * row])  # [G, samples]
         length = tf.shape(clean, out_type=tf.int64)[1]
         # Each sequence's own draws, apart from the first clip's other ones (fold-in 2).
         seq_seeds = tf.map_fn(lambda s: tf.cast(tf.random.experimental.stateless_fold_in(s, 2), tf.int64),
                               seeds[::clips], fn_output_signature=tf.TensorSpec([2], tf.int64))
-        u = tf.map_fn(lambda s: tf.random.stateless_uniform([3], s), seq_seeds,
-                      fn_output_signature=tf.TensorSpec([3], tf.float32))  # recording, offset, SNR
-        which = tf.minimum(tf.cast(u[:, 0] * tf.cast(count, tf.float32), tf.int64), count - 1)
-        room = tf.gather(lengths, which) - length + 1  # the offsets a full stretch fits at
-        offset = tf.gather(starts, which) + tf.minimum(
-            tf.cast(u[:, 1] * tf.cast(room, tf.float32), tf.int64), room - 1)
-        noise = tf.gather(flat, offset[:, tf.newaxis] + tf.range(length)[tf.newaxis, :])
-        snr_db = low + u[:, 2:3] * (high - low)
+        # recording, offset, SNR; second noise?, its recording, offset, SNR
+        u = tf.map_fn(lambda s: tf.random.stateless_uniform([7], s), seq_seeds,
+                      fn_output_signature=tf.TensorSpec([7], tf.float32))
         speech_power = tf.reduce_mean(tf.square(clean), axis=1, keepdims=True)
-        noise_power = tf.reduce_mean(tf.square(noise), axis=1, keepdims=True)
-        gain = tf.sqrt(speech_power / (noise_power * 10.0 ** (snr_db / 10.0) + 1e-12))
+        noise = at_snr(speech_power, stretch(u[:, 0], u[:, 1], length), u[:, 2])
+        if cfg.context.second_noise_probability > 0:
+            second = at_snr(speech_power, stretch(u[:, 4], u[:, 5], length), u[:, 6])
+            noise += tf.where(u[:, 3:4] < cfg.context.second_noise_probability, second, tf.zeros_like(second))
         noisy, clean, _ = augment_lib.augment_waveforms(
-            clean + gain * noise, clean, tf.fill(tf.shape(clean)[:1], length), seq_seeds, cfg.augment, rirs)
+            clean + noise, clean, tf.fill(tf.shape(clean)[:1], length), seq_seeds, cfg.augment, rirs)
         return {features.CONTEXT_NOISY: tf.reshape(noisy, [-1, row]),
                 features.CONTEXT_CLEAN: tf.reshape(clean, [-1, row])}
 
