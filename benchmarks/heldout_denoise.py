@@ -80,7 +80,7 @@ def main():
              f"{np.mean([len(c) for c in clean_recordings.values()]) / features.SAMPLE_RATE:.1f} s "
              f"on average ({seconds / 60:.1f} min of audio per method, {wall:.0f} s wall).{note}",
              "Mean change over the whole recording, enhanced less noisy (SI-SNR and SNR in dB; STOI 0-1; PESQ wb on "
-             "wideband, nb on narrowband channels; DNSMOS P.835 overall, reference-free, 1-5), averaged "
+             "wideband, nb on narrowband channels; DNSMOS P.835 overall, reference-free, 1-5, wideband only), averaged "
              "over the three SNRs.", ""]
     lines += whole_recordings.tables(scores, list(methods), kinds, heldout_data.CHANNELS, SNRS_DB)
     publish("Held-out denoising on whole recordings", "\n".join(lines), args.out)

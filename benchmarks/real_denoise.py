@@ -118,7 +118,7 @@ def main():
              f"{', '.join(f'{s:g}' for s in SNRS_DB)} dB x channels {', '.join(CHANNELS)} "
              f"({seconds / 60:.1f} min of audio per method, {wall:.0f} s wall).{note}",
              "Mean change over the whole recording, enhanced less noisy (SI-SNR and SNR in dB; STOI 0-1; PESQ wb on "
-             "wideband, nb on narrowband channels; DNSMOS P.835 overall, reference-free, 1-5), averaged "
+             "wideband, nb on narrowband channels; DNSMOS P.835 overall, reference-free, 1-5, wideband only), averaged "
              "over the three SNRs.", ""]
     lines += whole_recordings.tables(scores, list(methods), list(noise), CHANNELS, SNRS_DB)
     publish(f"Real recordings: denoising whole recordings ({args.part} part)", "\n".join(lines), args.out)

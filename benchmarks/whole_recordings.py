@@ -27,8 +27,9 @@ METRICS = {
     "STOIi": lambda ref, y, wb: quality.stoi(ref, y),
     # PESQ wideband on the wideband channel, narrowband (8 kHz) on the telephone and mobile ones
     "PESQi": lambda ref, y, wb: quality.pesq_score(ref, y, wb),
-    # DNSMOS P.835 overall score: reference-free, so the one of these a call center can read on its own calls
-    "DNSMOSi": lambda ref, y, wb: quality.dnsmos(y)["ovrl"],
+    # DNSMOS P.835 overall score: reference-free, so the one of these a call center can read on its own calls;
+    # a model of wideband speech, so on the wideband channel only
+    "DNSMOSi": lambda ref, y, wb: quality.dnsmos(y)["ovrl"] if wb else None,
 }
 DIGITS = {"STOIi": 3}  # decimals in the tables (2 otherwise)
 SUMMARY = ("SI-SNRi", "PESQi", "STOIi", "DNSMOSi")  # the metrics of the a-row-per-method tables
