@@ -63,12 +63,14 @@ def test_nothing_scores_zero_and_removing_the_noise_scores_high():
     assert without_denoiser[tfma_quality.PESQ_IMPROVEMENT] == pytest.approx(0.0, abs=1e-6)
 
 
-def test_a_silent_reference_is_undefined_and_one_without_a_reference_is_counted():
+def test_a_silent_reference_or_a_too_short_clip_is_undefined_and_one_without_a_reference_is_counted():
     clean = _speech()
     noise = 0.05 * np.random.default_rng(1).standard_normal(len(clean)).astype(np.float32)
+    short = slice(0, int(0.2 * SR))  # under PESQ's quarter of a second
     result = _evaluate([_extract(noise, np.zeros_like(clean), 0.5 * noise),
-                        _extract(clean + noise, np.zeros_like(clean), clean, has_clean=0)])
-    assert result[tfma_quality.UNDEFINED] == 1 and result[tfma_quality.NO_REFERENCE] == 1
+                        _extract(clean + noise, np.zeros_like(clean), clean, has_clean=0),
+                        _extract((clean + noise)[short], clean[short], clean[short])])
+    assert result[tfma_quality.UNDEFINED] == 2 and result[tfma_quality.NO_REFERENCE] == 1
     assert result[tfma_quality.SCORED] == 0 and tfma_quality.PESQ_IMPROVEMENT not in result
 
 

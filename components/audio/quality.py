@@ -8,7 +8,8 @@
   (OVRL), 1 to 5, that needs no clean reference, as a call center's recordings have none. It models
   wideband speech: the benchmarks score it on the wideband channel only.
 
-`pesq_score` is None where PESQ is undefined (it finds no utterance in a reference of silence).
+`pesq_score` is None where PESQ is undefined: it finds no utterance in a reference of silence, or the audio
+is under a quarter of a second.
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ NARROWBAND_RATE = 8000
 
 def pesq_score(reference: np.ndarray, degraded: np.ndarray, wideband: bool = True) -> Optional[float]:
     """PESQ of `degraded` against `reference`, both 16 kHz: wideband, or narrowband after resampling to 8 kHz."""
-    from pesq import NoUtterancesError, pesq
+    from pesq import BufferTooShortError, NoUtterancesError, pesq
 
     if wideband:
         rate, ref, deg = SAMPLE_RATE, reference, degraded
@@ -32,7 +33,7 @@ def pesq_score(reference: np.ndarray, degraded: np.ndarray, wideband: bool = Tru
         ref, deg = (soxr.resample(x.astype(np.float32), SAMPLE_RATE, rate, quality="HQ") for x in (reference, degraded))
     try:
         return float(pesq(rate, ref.astype(np.float32), deg.astype(np.float32), "wb" if wideband else "nb"))
-    except NoUtterancesError:
+    except (NoUtterancesError, BufferTooShortError):  # silence, or under 1/4 s
         return None
 
 
