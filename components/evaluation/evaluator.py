@@ -79,18 +79,18 @@ def make_eval_config(cfg: EvaluatorConfig, trainer: TrainerConfig, feature_cfg: 
         tfma.MetricConfig(class_name="MultiClassConfusionMatrixPlot"),
     ]
     if trainer.denoiser.enabled:
-        si_snr_gate = ([] if cfg.min_si_snr_improvement_db is None or heldout else
-                       _overall_gate(cfg.min_si_snr_improvement_db, cfg.max_si_snr_regression_db))
+        def gate(floor, max_regression):  # none on the held-out evaluation, none without a floor
+            return [] if floor is None or heldout else _overall_gate(floor, max_regression)
+
         metrics += [
             tfma.MetricConfig(class_name=tfma_snr.SiSnrImprovement.__name__, module=tfma_snr.__name__,
-                              per_slice_thresholds=si_snr_gate),
+                              per_slice_thresholds=gate(cfg.min_si_snr_improvement_db,
+                                                        cfg.max_si_snr_regression_db)),
             tfma.MetricConfig(class_name=tfma_snr.SnrImprovement.__name__, module=tfma_snr.__name__)]
         if cfg.perceptual_metrics:
-            pesq_gate = ([] if cfg.min_pesq_improvement is None or heldout else
-                         _overall_gate(cfg.min_pesq_improvement, cfg.max_pesq_regression))
             metrics += [
                 tfma.MetricConfig(class_name=tfma_quality.PesqImprovement.__name__, module=tfma_quality.__name__,
-                                  per_slice_thresholds=pesq_gate),
+                                  per_slice_thresholds=gate(cfg.min_pesq_improvement, cfg.max_pesq_regression)),
                 tfma.MetricConfig(class_name=tfma_quality.StoiImprovement.__name__, module=tfma_quality.__name__)]
     return tfma.EvalConfig(
         model_specs=[tfma.ModelSpec(
