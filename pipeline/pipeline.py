@@ -21,6 +21,7 @@ from components import features
 from components.config import PipelineConfig
 from components.evaluation.evaluator import HELDOUT_SPLIT, make_eval_config
 from components.ingest import WavExampleGen
+from components.models import denoiser_weights
 from components.validation import schema
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -101,7 +102,8 @@ def create_pipeline(config: PipelineConfig, pipeline_root: Optional[str] = None,
         if "://" not in noise_base and not tf.io.gfile.glob(os.path.join(noise_base, "*", "*.wav")):
             raise ValueError(f"trainer.context.noise_base={noise_base}: no file matches <noise kind>/*.wav")
         custom_config["config"]["trainer"]["context"]["noise_base"] = noise_base
-    if config.trainer.denoiser.warm_start:  # read by the Trainer wherever it runs
+    # Read by the Trainer wherever it runs; `pretrained` names the packaged weights, found there.
+    if config.trainer.denoiser.warm_start not in ("", denoiser_weights.PRETRAINED_NAME):
         warm_start = _absolute(config.trainer.denoiser.warm_start)
         if "://" not in warm_start and not tf.io.gfile.exists(warm_start):
             raise ValueError(f"trainer.denoiser.warm_start={warm_start}: no such file or model directory")

@@ -78,3 +78,22 @@ def test_the_transform_is_keyed_on_the_feature_settings_alone_so_retraining_reus
     base = transform_config()
     assert transform_config("trainer.learning_rate=0.0", "trainer.epochs=1", "evaluator.min_accuracy=0.5") == base
     assert transform_config("features.num_mel_bins=40") != base
+
+
+@pytest.mark.parametrize("name", ["demo", "denoise", "calls", "production"])
+def test_every_shipped_local_config_builds_a_pipeline(name, tmp_path):
+    """The shipped configs as a user runs them: `warm_start: pretrained` (denoise.yaml) is the packaged
+    weights' name, not a path (a run failed on it before the Trainer started)."""
+    import json
+
+    from pipeline.pipeline import create_pipeline  # imports TFX
+
+    (tmp_path / "noise" / "hum").mkdir(parents=True)  # data/real is not in a clean clone
+    (tmp_path / "noise" / "hum" / "hum_0.wav").write_bytes(b"")
+    config = load_config(f"{REPO}/pipeline/configs/{name}.yaml", [f"output_dir={tmp_path / 'out'}"])
+    if config.trainer.context.clips:
+        config = load_config(f"{REPO}/pipeline/configs/{name}.yaml", [
+            f"output_dir={tmp_path / 'out'}", f"trainer.context.noise_base={tmp_path / 'noise'}"])
+    trainer = next(c for c in create_pipeline(config).components if c.id == "Trainer")
+    custom = json.loads(trainer.exec_properties["custom_config"])["config"]
+    assert custom["trainer"]["denoiser"]["warm_start"] == config.trainer.denoiser.warm_start
