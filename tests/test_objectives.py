@@ -137,6 +137,40 @@ def test_denoise_objective_trains_the_denoiser_and_leaves_the_classifier():
     assert all(not np.array_equal(b, v.numpy()) for b, v in zip(denoiser, model.denoiser.trainable_weights))
 
 
+def test_a_held_denoiser_keeps_its_warm_start_while_the_classifier_trains(tmp_path):
+    """trainer.denoiser.trainable=false: the classifier learns on the output of the denoiser as
+    warm_start gave it; the denoiser's weights do not move."""
+    from components.models import denoiser_weights
+
+    tf.random.set_seed(0)
+    start = build_model(_cfg("classify"), FEATS, 3)
+    denoiser_weights.save(start.denoiser, str(tmp_path))
+    cfg = _cfg("classify", denoiser=dataclasses.replace(SMALL, warm_start=str(tmp_path), trainable=False))
+    tf.random.set_seed(1)
+    model = build_model(cfg, FEATS, 3)
+    denoiser_weights.load(model.denoiser, cfg.denoiser.warm_start)
+    assert model.denoiser.weights and not any(
+        v.ref() in {w.ref() for w in model.trainable_variables} for v in model.denoiser.weights)
+    optimizer = loop.build_optimizer(cfg, total_steps=10)
+    optimizer.build(model.trainable_variables)
+    x, y = _batch()
+    spec = tf.nest.map_structure(lambda t: tf.TensorSpec([None, *t.shape[1:]], t.dtype), (x, y))
+    step = loop.make_train_step(model, optimizer, tf.distribute.get_strategy(), spec, 3, 1, cfg)
+    classifier = [v.numpy().copy() for v in model.backbone.trainable_weights]
+    for _ in range(3):
+        step((x, y))
+    for saved, var in zip(start.denoiser.weights, model.denoiser.weights):
+        np.testing.assert_array_equal(saved.numpy(), var.numpy())
+    assert all(not np.array_equal(b, v.numpy()) for b, v in zip(classifier, model.backbone.trainable_weights))
+
+
+def test_a_held_denoiser_needs_weights_to_hold_and_no_denoising_objective():
+    with pytest.raises(ValueError, match="trainable=false holds the denoiser's weights: set .*warm_start"):
+        _cfg("classify", denoiser=dataclasses.replace(SMALL, trainable=False))
+    with pytest.raises(ValueError, match="objective=joint trains the denoiser, which .*trainable=false holds"):
+        _cfg("joint", denoiser=dataclasses.replace(SMALL, trainable=False, warm_start="pretrained"))
+
+
 def test_objectives_that_train_the_denoiser_need_it_enabled():
     with pytest.raises(ValueError, match="trainer.objective=joint trains the denoiser"):
         TrainerConfig(objective="joint")

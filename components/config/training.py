@@ -115,6 +115,10 @@ class DenoiserConfig:
             "assets/denoiser.weights.h5), or `pretrained`, the project's own DTLN trained on real recordings "
             "(components/models/pretrained/MODEL_CARD.md: design dtln, default sizes); the design and sizes "
             "must be these settings'. Not used when the Trainer resumes from a checkpoint")
+    trainable: Bool = setting(
+        True, "off: the denoiser's weights stay as warm_start gives them and only the classifier trains, on "
+              "its output (the way a pretrained front end is kept, like wav2vec2's frozen feature encoder): a "
+              "denoiser trained on real recordings is not pulled towards the training set's own noises")
     frame_length: PositiveInt = setting(512, "32 ms")
     frame_step: PositiveInt = setting(128, "8 ms")
     fft_length: PositiveInt = setting(512, "FFT size of the denoiser's STFT")
@@ -211,6 +215,12 @@ class TrainerConfig:
         if self.denoiser.warm_start and not self.denoiser.enabled:
             raise ValueError("trainer.denoiser.warm_start starts the denoiser from weights: set "
                              "trainer.denoiser.enabled=true")
+        if self.denoiser.enabled and not self.denoiser.trainable and not self.denoiser.warm_start:
+            raise ValueError("trainer.denoiser.trainable=false holds the denoiser's weights: set "
+                             "trainer.denoiser.warm_start (a random denoiser held as it is only harms the audio)")
+        if self.denoiser.enabled and not self.denoiser.trainable and self.objective != "classify":
+            raise ValueError(f"trainer.objective={self.objective} trains the denoiser, which "
+                             f"trainer.denoiser.trainable=false holds: set trainer.objective=classify")
         if self.mel_norm == "utterance" and not (self.denoiser.enabled and self.backbone == "logmel_cnn"):
             raise ValueError("trainer.mel_norm=utterance normalizes the log-mel the model computes from the "
                              "denoiser's output (trainer.denoiser.enabled=true, trainer.backbone=logmel_cnn); "

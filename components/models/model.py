@@ -174,6 +174,8 @@ def build_model(cfg: TrainerConfig, feature_cfg: FeatureConfig, num_classes: int
     n = feature_cfg.num_samples
     model({features.WAVEFORM: tf.zeros([1, n]), features.NUM_SAMPLES: tf.constant([n], tf.int64),
            features.LOG_MEL: tf.zeros([1, feature_cfg.num_frames, feature_cfg.num_mel_bins])})
+    if denoiser is not None and not cfg.denoiser.trainable:  # the warm-started denoiser is kept as it is
+        denoiser.trainable = False
     if cfg.objective == "denoise":  # the classifier is left as it is
         backbone.trainable = False
         if hasattr(model, "mel_norm"):
