@@ -143,3 +143,38 @@ def test_the_training_stream_carries_each_example_s_new_length_to_the_model():
     out = input_pipeline.augmenter(cfg)(tf.zeros([4], tf.int64), tf.range(4, dtype=tf.int64), batch)
     assert out[features.NUM_SAMPLES].dtype == tf.int64
     np.testing.assert_array_equal(out[features.NUM_SAMPLES], np.round(valid / 1.25))
+
+
+def test_placement_moves_a_short_clip_to_a_drawn_offset_where_it_fits_and_leaves_a_full_one():
+    """Words anywhere in the window: the valid samples of noisy and clean move together, unchanged, to an
+    offset inside the window's free room (zeros before); the offsets differ by seed and cover the room."""
+    noisy, clean, valid = _pair(valid=(N, 4000, 12000, 8000))
+    offsets = {1: set(), 2: set(), 3: set()}
+    for start in range(0, 400, 4):
+        out_noisy, out_clean, lengths = (t.numpy() for t in augment.place(noisy, clean, valid, _seeds(start=start),
+                                                                          1.0))
+        np.testing.assert_array_equal(out_noisy[0], noisy[0])  # no room: as it was
+        for b in (1, 2, 3):
+            offset = lengths[b] - valid[b]
+            assert 0 <= offset <= N - valid[b]
+            offsets[b].add(int(offset))
+            for out, original in ((out_noisy, noisy), (out_clean, clean)):
+                assert not out[b, :offset].any() and not out[b, lengths[b]:].any()
+                np.testing.assert_array_equal(out[b, offset:lengths[b]], original[b, :valid[b]])
+    for b, seen in offsets.items():  # the draws reach both ends of the room
+        assert min(seen) < 0.05 * (N - valid[b]) and max(seen) > 0.95 * (N - valid[b])
+
+
+def test_the_training_stream_places_before_the_call_and_its_draws_leave_the_call_s_as_they_were():
+    from components.config import TrainerConfig
+    from components.training import input_pipeline
+
+    noisy, clean, valid = _pair(valid=(N, 4000, 12000, 8000))
+    batch = {features.WAVEFORM: tf.constant(noisy), features.CLEAN_WAVEFORM: tf.constant(clean),
+             features.NUM_SAMPLES: tf.constant(valid)}
+    call = AugmentConfig(phone_probability=0.5, max_dropout=0.2)
+    outs = [input_pipeline.augmenter(TrainerConfig(backbone="wav2vec2", augment=a))(
+        tf.zeros([4], tf.int64), tf.range(4, dtype=tf.int64), batch)
+        for a in (call, AugmentConfig(phone_probability=0.5, max_dropout=0.2, placement_probability=1.0))]
+    np.testing.assert_array_equal(outs[1][features.WAVEFORM][0], outs[0][features.WAVEFORM][0])  # the same call
+    assert (outs[1][features.NUM_SAMPLES].numpy()[1:] > valid[1:]).any()  # and the short clips moved

@@ -23,6 +23,7 @@ from components.config.run import (
 from components.config.training import (
                                    SPEC_AUGMENT_POLICIES,
                                    AugmentConfig,
+                                   BackgroundConfig,
                                    ContextConfig,
                                    DenoiserConfig,
                                    SpecAugmentConfig,
@@ -34,4 +35,5 @@ from components.config.training import (
 __all__ = ["ConfigError", "INGEST_OPTIONS", "DataConfig", "FeatureConfig", "ValidationConfig", "load_config",
            "BeamResources", "EvaluatorConfig", "KubeflowConfig", "MetadataConfig", "PipelineConfig", "ReportConfig",
            "Resources", "StepResources", "TrainerResources", "SPEC_AUGMENT_POLICIES", "AugmentConfig",
-           "ContextConfig", "DenoiserConfig", "SpecAugmentConfig", "TrainerConfig", "VtlpConfig", "Wav2Vec2Config"]
+           "BackgroundConfig", "ContextConfig", "DenoiserConfig", "SpecAugmentConfig", "TrainerConfig", "VtlpConfig",
+           "Wav2Vec2Config"]

@@ -81,8 +81,12 @@ class Wav2Vec2Config:
 
 @dataclasses.dataclass
 class AugmentConfig:
-    """Speed, rooms and phone calls on the training stream of waveform models (components/training/augment.py);
-    probabilities per example, 0 turns each off (the default)."""
+    """Placement, speed, rooms and phone calls on the training stream of waveform models
+    (components/training/augment.py); probabilities per example, 0 turns each off (the default)."""
+    placement_probability: Fraction = setting(
+        0.0, "Moved to a random offset at which all its valid samples still fit the window (zeros before it): a "
+             "short word anywhere in the window, as recorded keywords sit, not always at its start (Speech "
+             "Commands' training shifts each clip by up to 100 ms). A clip that fills the window stays.")
     reverb_probability: Fraction = setting(0.0, "convolved with a simulated room's impulse response")
     rir_count: PositiveInt = setting(32, "rooms simulated (pyroomacoustics) when the Trainer starts")
     rt60_range_s: Annotated[List[Positive], Field(min_length=2, max_length=2)] = setting(
@@ -155,6 +159,21 @@ class ContextConfig:
 
 
 @dataclasses.dataclass
+class BackgroundConfig:
+    """Fresh background noise under the training examples that have none (components/training/background.py):
+    each epoch, a drawn share of the clean recordings gets a stretch of a noise recording from `noise_base`
+    at an SNR from `snr_db_range`, over the whole window (after `augment.placement_probability`'s move),
+    and its clean recording becomes its reference. Speech Commands' training recipe (Warden 2018) mixes
+    background noise into 80 % of its examples afresh every epoch. 0 turns it off."""
+    probability: Fraction = setting(0.0, "share of the examples without a reference that get noise, each epoch")
+    noise_base: str = setting("", "<noise_base>/<noise kind>/*.wav, the layout of data.noise_base")
+    snr_db_range: Annotated[List[Float], Field(min_length=2, max_length=2)] = setting(
+        factory=lambda: [0.0, 20.0], help="SNRs drawn uniformly from [low, high] dB, against the speech's "
+                                          "power over its own samples (not the silence it was moved behind)")
+    max_noise_mb: PositiveInt = setting(256, "the recordings are held in memory (float32): a clear error past this")
+
+
+@dataclasses.dataclass
 class TrainerConfig:
     """Defaults are the wav2vec2 classification recipe known to work (Hugging Face's
     run_audio_classification: lr 3e-5, warmup 0.1, feature encoder frozen, 32 x 4
@@ -207,6 +226,7 @@ class TrainerConfig:
     wav2vec2: Wav2Vec2Config = setting(factory=Wav2Vec2Config, help="")
     denoiser: DenoiserConfig = setting(factory=DenoiserConfig, help="")
     context: ContextConfig = setting(factory=ContextConfig, help="")
+    background: BackgroundConfig = setting(factory=BackgroundConfig, help="")
 
     def __post_init__(self):
         if self.objective != "classify" and not self.denoiser.enabled:
@@ -225,6 +245,15 @@ class TrainerConfig:
             raise ValueError("trainer.mel_norm=utterance normalizes the log-mel the model computes from the "
                              "denoiser's output (trainer.denoiser.enabled=true, trainer.backbone=logmel_cnn); "
                              "otherwise the Transform normalizes it per bin over the training split")
+        if self.background.probability:
+            if not self.background.noise_base:
+                raise ValueError("trainer.background.probability > 0 needs trainer.background.noise_base, a "
+                                 "folder of <noise kind>/*.wav noise recordings")
+            if self.backbone != "wav2vec2" and not self.denoiser.enabled:
+                raise ValueError("trainer.background mixes noise into the waveform: the model must read it "
+                                 "(trainer.denoiser.enabled=true or trainer.backbone=wav2vec2)")
+            if self.background.snr_db_range[0] > self.background.snr_db_range[1]:
+                raise ValueError(f"trainer.background.snr_db_range {self.background.snr_db_range}: low above high")
         if self.context.clips:
             if self.objective == "classify":
                 raise ValueError("trainer.context trains the denoiser on multi-second sequences: set "

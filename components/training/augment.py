@@ -1,7 +1,10 @@
-"""Waveform augmentation on the Trainer's training stream: speed, rooms and phone calls.
+"""Waveform augmentation on the Trainer's training stream: placement, speed, rooms and phone calls.
 
 For models that read the waveform (the denoiser front end, wav2vec2), each training
 example may pass, before it reaches the model, in this order:
+- to a random place in the window (`place`, called first and apart): its valid samples moved to an
+  offset drawn uniformly from those at which they still fit (zeros before them), its valid length
+  growing by the offset;
 - through a speed change by one of `speed_factors` (band-limited resampling by FFT, the
   example then read at the original rate: tempo, pitch and formants scale together, as in
   Kaldi's speed perturbation; a slowed example loses its end past the window, a hastened
@@ -103,6 +106,29 @@ def _uniforms(seeds: tf.Tensor, count: int) -> tf.Tensor:
 def _rms(x: tf.Tensor, valid: tf.Tensor) -> tf.Tensor:
     return tf.sqrt(tf.reduce_sum((x * valid) ** 2, axis=1, keepdims=True)
                    / tf.maximum(tf.reduce_sum(valid, axis=1, keepdims=True), 1.0))
+
+
+def place(noisy: tf.Tensor, clean: tf.Tensor, num_samples: tf.Tensor, seeds: tf.Tensor,
+          probability: float) -> Tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+    """The placement step, before the others (and before `trainer.background`'s noise, which then
+    covers the silence before the word too): the drawn examples' valid samples moved to an offset
+    uniform over those where they fit the window; the pair and the new valid lengths. Its draws are
+    folded apart from the others' (`seeds` [B, 2] as `augment_waveforms` takes them)."""
+    seeds = tf.map_fn(lambda s: tf.cast(tf.random.experimental.stateless_fold_in(s, 4), tf.int64), seeds,
+                      fn_output_signature=tf.TensorSpec([2], tf.int64))
+    u = _uniforms(seeds, 2)  # placed?, where
+    n = tf.shape(noisy)[1]
+    length = tf.minimum(tf.cast(num_samples, tf.int32), n)
+    free = n - length
+    offset = tf.where(u[:, 0] < probability,
+                      tf.minimum(tf.cast(u[:, 1] * tf.cast(free + 1, tf.float32), tf.int32), free), 0)
+    source = tf.range(n)[tf.newaxis, :] - offset[:, tf.newaxis]  # where each output sample comes from
+    inside = tf.cast(source >= 0, noisy.dtype)
+
+    def moved(x):
+        return tf.gather(x, tf.maximum(source, 0), batch_dims=1) * inside
+
+    return moved(noisy), moved(clean), tf.cast(length + offset, num_samples.dtype)
 
 
 def augment_waveforms(noisy: tf.Tensor, clean: tf.Tensor, num_samples: tf.Tensor, seeds: tf.Tensor,

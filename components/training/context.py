@@ -54,28 +54,41 @@ def noise_bank(noise_base: str, samples: int, max_mb: int) -> Tuple[np.ndarray, 
     return np.concatenate(looped).astype(np.float32), starts, lengths
 
 
+def stretches(bank: Tuple[tf.Tensor, tf.Tensor, tf.Tensor], u_recording: tf.Tensor, u_offset: tf.Tensor,
+              length: tf.Tensor) -> tf.Tensor:
+    """[G, length] noise from `noise_bank`'s (as tensors): for each row a stretch of the recording and at the
+    offset its uniform draws [G] pick."""
+    flat, starts, lengths = bank
+    count = tf.shape(starts, out_type=tf.int64)[0]
+    which = tf.minimum(tf.cast(u_recording * tf.cast(count, tf.float32), tf.int64), count - 1)
+    room = tf.gather(lengths, which) - length + 1  # the offsets a full stretch fits at
+    offset = tf.gather(starts, which) + tf.minimum(tf.cast(u_offset * tf.cast(room, tf.float32), tf.int64),
+                                                   room - 1)
+    return tf.gather(flat, offset[:, tf.newaxis] + tf.range(length)[tf.newaxis, :])
+
+
+def at_snr(speech_power: tf.Tensor, noise: tf.Tensor, u_snr: tf.Tensor, snr_db_range,
+           valid: tf.Tensor | None = None) -> tf.Tensor:
+    """[G, T] noise scaled to an SNR drawn uniformly from `snr_db_range` by `u_snr` [G] against
+    `speech_power` [G, 1], the noise's power taken over the `valid` [G, T] 0/1 samples (default: all)."""
+    low, high = snr_db_range
+    snr_db = low + u_snr[:, tf.newaxis] * (high - low)
+    if valid is None:
+        noise_power = tf.reduce_mean(tf.square(noise), axis=1, keepdims=True)
+    else:
+        noise_power = tf.reduce_sum(tf.square(noise) * valid, axis=1, keepdims=True) / tf.maximum(
+            tf.reduce_sum(valid, axis=1, keepdims=True), 1.0)
+    return noise * tf.sqrt(speech_power / (noise_power * 10.0 ** (snr_db / 10.0) + 1e-12))
+
+
 def make_sequences(cfg: TrainerConfig, bank: Tuple[np.ndarray, np.ndarray, np.ndarray],
                    rirs: tf.Tensor | None):
     """(per-example seeds [B, 2], featurized batch) -> {CONTEXT_NOISY, CONTEXT_CLEAN}, each
     [B, samples]: rows k*clips .. (k+1)*clips-1 are sequence k, cut into rows. `bank` is
     `noise_bank`'s, `rirs` the training stream's rooms (None: none)."""
     clips = cfg.context.clips
-    flat, starts, lengths = (tf.constant(a) for a in bank)
-    count = tf.shape(starts, out_type=tf.int64)[0]
-    low, high = cfg.context.snr_db_range
-
-    def stretch(u_recording: tf.Tensor, u_offset: tf.Tensor, length: tf.Tensor) -> tf.Tensor:
-        """[G, length] noise: for each sequence a stretch of the recording and at the offset its draws pick."""
-        which = tf.minimum(tf.cast(u_recording * tf.cast(count, tf.float32), tf.int64), count - 1)
-        room = tf.gather(lengths, which) - length + 1  # the offsets a full stretch fits at
-        offset = tf.gather(starts, which) + tf.minimum(tf.cast(u_offset * tf.cast(room, tf.float32), tf.int64),
-                                                       room - 1)
-        return tf.gather(flat, offset[:, tf.newaxis] + tf.range(length)[tf.newaxis, :])
-
-    def at_snr(speech_power: tf.Tensor, noise: tf.Tensor, u_snr: tf.Tensor) -> tf.Tensor:
-        snr_db = low + u_snr[:, tf.newaxis] * (high - low)
-        noise_power = tf.reduce_mean(tf.square(noise), axis=1, keepdims=True)
-        return noise * tf.sqrt(speech_power / (noise_power * 10.0 ** (snr_db / 10.0) + 1e-12))
+    bank = tuple(tf.constant(a) for a in bank)
+    snrs = cfg.context.snr_db_range
 
     def sequences(seeds: tf.Tensor, batch: dict) -> dict:
         clean_rows = batch[features.CLEAN_WAVEFORM]
@@ -95,9 +108,9 @@ def make_sequences(cfg: TrainerConfig, bank: Tuple[np.ndarray, np.ndarray, np.nd
         u = tf.map_fn(lambda s: tf.random.stateless_uniform([7], s), seq_seeds,
                       fn_output_signature=tf.TensorSpec([7], tf.float32))
         speech_power = tf.reduce_mean(tf.square(clean), axis=1, keepdims=True)
-        noise = at_snr(speech_power, stretch(u[:, 0], u[:, 1], length), u[:, 2])
+        noise = at_snr(speech_power, stretches(bank, u[:, 0], u[:, 1], length), u[:, 2], snrs)
         if cfg.context.second_noise_probability > 0:
-            second = at_snr(speech_power, stretch(u[:, 4], u[:, 5], length), u[:, 6])
+            second = at_snr(speech_power, stretches(bank, u[:, 4], u[:, 5], length), u[:, 6], snrs)
             noise += tf.where(u[:, 3:4] < cfg.context.second_noise_probability, second, tf.zeros_like(second))
         noisy, clean, _ = augment_lib.augment_waveforms(
             clean + noise, clean, tf.fill(tf.shape(clean)[:1], length), seq_seeds, cfg.augment, rirs)

@@ -31,6 +31,7 @@ from components.config import TrainerConfig
 from components.ingest.report import split_sizes
 from components.models.model import input_keys
 from components.training import augment as augment_lib
+from components.training import background as background_lib
 from components.training import context as context_lib
 from components.transform.preprocessing import spec_augment_batch
 
@@ -179,7 +180,7 @@ def make_dataset(file_patterns: Sequence[str], tf_transform_output: tft.TFTransf
     if cache != "features":  # (epoch, index, record) -> (epoch, index, features)
         stream = featurize(stream, lambda epochs, indices, batch: (epochs, indices, transform(batch)))
     row_samples = tf_transform_output.transformed_feature_spec()[features.WAVEFORM].shape[0] if (
-        training and cfg.context.clips) else None
+        training and (cfg.context.clips or cfg.background.probability)) else None
     augment = augmenter(cfg, row_samples) if training else None
 
     def finish(epochs, indices, batch):
@@ -217,7 +218,8 @@ def training_stream(serialized: tf.data.Dataset, buffer: int, seed: int, first_e
 
 def _keys(cfg: TrainerConfig) -> tuple:
     """The transformed features the model reads, then its targets."""
-    targets = (features.LABEL_ID,) + ((features.CLEAN_WAVEFORM, features.HAS_CLEAN) if cfg.denoiser.enabled else ())
+    targets = (features.LABEL_ID,) + ((features.CLEAN_WAVEFORM, features.HAS_CLEAN) if cfg.denoiser.enabled else
+                                      (features.HAS_CLEAN,) if cfg.background.probability else ())  # (which to mix)
     return tuple(input_keys(cfg)) + targets
 
 
@@ -246,12 +248,16 @@ def augmenter(cfg: TrainerConfig, row_samples: int | None = None):
     keys = input_keys(cfg)
     masks = cfg.spec_augment.enabled and features.LOG_MEL in keys
     waves = features.WAVEFORM in keys and (cfg.augment.reverb_probability > 0 or cfg.augment.phone_probability > 0
-                                           or cfg.augment.speed_probability > 0)
+                                           or cfg.augment.speed_probability > 0
+                                           or cfg.augment.placement_probability > 0 or cfg.background.probability > 0)
     rirs = (tf.constant(augment_lib.room_impulse_responses(cfg.augment, cfg.seed))
             if waves and cfg.augment.reverb_probability > 0 else None)
     sequences = (context_lib.make_sequences(cfg, context_lib.noise_bank(
         cfg.context.noise_base, cfg.context.clips * row_samples, cfg.context.max_noise_mb), rirs)
         if cfg.context.clips else None)
+    mix_background = (background_lib.make_mixer(cfg.background, context_lib.noise_bank(
+        cfg.background.noise_base, row_samples, cfg.background.max_noise_mb))
+        if waves and cfg.background.probability > 0 else None)
 
     def augment(epochs, indices, batch):
         if not (masks or waves or sequences):
@@ -264,9 +270,21 @@ def augmenter(cfg: TrainerConfig, row_samples: int | None = None):
         if masks:
             out[features.LOG_MEL] = spec_augment_batch(batch[features.LOG_MEL], cfg.spec_augment, seeds)
         if waves:
-            clean = batch.get(features.CLEAN_WAVEFORM, tf.zeros_like(batch[features.WAVEFORM]))
-            noisy, clean, lengths = augment_lib.augment_waveforms(
-                batch[features.WAVEFORM], clean, batch[features.NUM_SAMPLES], seeds, cfg.augment, rirs)
+            noisy, lengths = batch[features.WAVEFORM], batch[features.NUM_SAMPLES]
+            clean = batch.get(features.CLEAN_WAVEFORM, tf.zeros_like(noisy))
+            if mix_background:  # (the speech's power over its own samples, before placement adds silence)
+                valid = tf.sequence_mask(lengths, tf.shape(noisy)[1], dtype=noisy.dtype)
+                speech_power = tf.reduce_sum(tf.square(noisy) * valid, 1) / tf.maximum(tf.reduce_sum(valid, 1), 1.0)
+            if cfg.augment.placement_probability > 0:
+                noisy, clean, lengths = augment_lib.place(noisy, clean, lengths, seeds,
+                                                          cfg.augment.placement_probability)
+            if mix_background:
+                has_clean = tf.not_equal(batch[features.HAS_CLEAN], 0)
+                mixed_noisy, mixed = mix_background(seeds, noisy, lengths, speech_power, has_clean)
+                clean = tf.where(mixed[:, tf.newaxis], noisy, clean)  # the clean recording is the reference
+                noisy = mixed_noisy
+                out[features.HAS_CLEAN] = tf.cast(mixed | has_clean, batch[features.HAS_CLEAN].dtype)
+            noisy, clean, lengths = augment_lib.augment_waveforms(noisy, clean, lengths, seeds, cfg.augment, rirs)
             out[features.WAVEFORM] = noisy
             out[features.NUM_SAMPLES] = tf.cast(lengths, batch[features.NUM_SAMPLES].dtype)
             if features.CLEAN_WAVEFORM in batch:
