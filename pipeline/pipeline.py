@@ -89,6 +89,12 @@ def validated_data(config: PipelineConfig) -> DataNodes:
                      anomalies_gate)
 
 
+def trainer_noise_folders(config: PipelineConfig) -> List[str]:
+    """The trainer sections whose `noise_base` the Trainer reads in this configuration."""
+    return [name for name, used in (("context", config.trainer.context.clips),
+                                    ("background", config.trainer.background.probability)) if used]
+
+
 def create_pipeline(config: PipelineConfig, pipeline_root: Optional[str] = None,
                     metadata_connection_config: Optional[metadata_store_pb2.ConnectionConfig] = None,
                     beam_pipeline_args: Optional[List[str]] = None) -> tfx.dsl.Pipeline:
@@ -97,11 +103,11 @@ def create_pipeline(config: PipelineConfig, pipeline_root: Optional[str] = None,
     example_gen, configured_schema = nodes.example_gen, nodes.configured_schema
 
     custom_config = {"config": config.components_dict()}  # rebuilt with PipelineConfig.from_dict
-    if config.trainer.context.clips:  # the denoiser's noise recordings, read by the Trainer wherever it runs
-        noise_base = _absolute(config.trainer.context.noise_base)
+    for section in trainer_noise_folders(config):  # noise recordings the Trainer reads, wherever it runs
+        noise_base = _absolute(getattr(config.trainer, section).noise_base)
         if "://" not in noise_base and not tf.io.gfile.glob(os.path.join(noise_base, "*", "*.wav")):
-            raise ValueError(f"trainer.context.noise_base={noise_base}: no file matches <noise kind>/*.wav")
-        custom_config["config"]["trainer"]["context"]["noise_base"] = noise_base
+            raise ValueError(f"trainer.{section}.noise_base={noise_base}: no file matches <noise kind>/*.wav")
+        custom_config["config"]["trainer"][section]["noise_base"] = noise_base
     # Read by the Trainer wherever it runs; `pretrained` names the packaged weights, found there.
     if config.trainer.denoiser.warm_start not in ("", denoiser_weights.PRETRAINED_NAME):
         warm_start = _absolute(config.trainer.denoiser.warm_start)

@@ -30,7 +30,7 @@ def test_a_held_out_folder_without_clips_is_named_when_the_pipeline_is_built(tmp
         create_pipeline(config)
 
 
-def test_the_trainer_gets_the_context_noise_folder_as_an_absolute_path_checked_when_the_pipeline_is_built(
+def test_the_trainer_gets_its_noise_folders_as_absolute_paths_checked_when_the_pipeline_is_built(
         tmp_path, monkeypatch):
     import json
 
@@ -38,14 +38,17 @@ def test_the_trainer_gets_the_context_noise_folder_as_an_absolute_path_checked_w
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "noise" / "hum").mkdir(parents=True)
-    overrides = [f"output_dir={tmp_path / 'out'}", "trainer.context.clips=4", "trainer.context.noise_base=noise"]
+    overrides = [f"output_dir={tmp_path / 'out'}", "trainer.context.clips=4", "trainer.context.noise_base=noise",
+                 "trainer.objective=joint", "trainer.denoiser.trainable=true",
+                 "trainer.background.probability=0.8", "trainer.background.noise_base=noise"]
     with pytest.raises(ValueError, match=r"trainer.context.noise_base=.*noise: no file matches"):
         create_pipeline(load_config(f"{REPO}/pipeline/configs/demo.yaml", overrides))
     (tmp_path / "noise" / "hum" / "hum_0.wav").write_bytes(b"")
     trainer = next(c for c in create_pipeline(load_config(f"{REPO}/pipeline/configs/demo.yaml", overrides)).components
                    if c.id == "Trainer")
     config = json.loads(trainer.exec_properties["custom_config"])["config"]
-    assert config["trainer"]["context"]["noise_base"] == str(tmp_path / "noise")  # read wherever the Trainer runs
+    for section in ("context", "background"):  # read wherever the Trainer runs
+        assert config["trainer"][section]["noise_base"] == str(tmp_path / "noise")
 
 
 def test_local_runs_name_the_project_setup_file_so_tfx_builds_no_package_before_each_beam_component():
@@ -86,14 +89,13 @@ def test_every_shipped_local_config_builds_a_pipeline(name, tmp_path):
     weights' name, not a path (a run failed on it before the Trainer started)."""
     import json
 
-    from pipeline.pipeline import create_pipeline  # imports TFX
+    from pipeline.pipeline import create_pipeline, trainer_noise_folders  # imports TFX
 
-    (tmp_path / "noise" / "hum").mkdir(parents=True)  # data/real is not in a clean clone
+    (tmp_path / "noise" / "hum").mkdir(parents=True)  # data/real and the demo's data are not in a clean clone
     (tmp_path / "noise" / "hum" / "hum_0.wav").write_bytes(b"")
     config = load_config(f"{REPO}/pipeline/configs/{name}.yaml", [f"output_dir={tmp_path / 'out'}"])
-    if config.trainer.context.clips:
-        config = load_config(f"{REPO}/pipeline/configs/{name}.yaml", [
-            f"output_dir={tmp_path / 'out'}", f"trainer.context.noise_base={tmp_path / 'noise'}"])
+    config = load_config(f"{REPO}/pipeline/configs/{name}.yaml", [f"output_dir={tmp_path / 'out'}", *(
+        f"trainer.{section}.noise_base={tmp_path / 'noise'}" for section in trainer_noise_folders(config))])
     trainer = next(c for c in create_pipeline(config).components if c.id == "Trainer")
     custom = json.loads(trainer.exec_properties["custom_config"])["config"]
     assert custom["trainer"]["denoiser"]["warm_start"] == config.trainer.denoiser.warm_start
