@@ -46,7 +46,7 @@ MIN_ACCURACY = 0.80
 MIN_SI_SNRI = 1.1  # dB
 # The floors were calibrated on a denoiser trained in the run, jointly with the classifier (the demo now
 # holds its pretrained one, which the broken second run could not break): that recipe, on the demo's settings.
-JOINT_RECIPE = ["trainer.objective=joint", "trainer.denoiser.design=conv_bigru", "trainer.denoiser.warm_start=",
+JOINT_RECIPE = ["trainer.objective=joint", "trainer.denoiser.design=conv_bigru", "trainer.denoiser.warm_start=''",
                 "trainer.denoiser.trainable=true", "trainer.augment.placement_probability=0.0",
                 "trainer.background.probability=0.0"]
 
