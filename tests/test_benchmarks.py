@@ -27,3 +27,15 @@ def test_every_input_pipeline_variant_runs_its_epochs_over_the_training_split(sm
     assert result["examples"] == len(json.loads(open(wavs).read())) > 0
     assert len(result["epochs"]) == 2 and all(e["wall_s"] > 0 for e in result["epochs"])
     assert result["peak_rss_mb"] > 100
+
+
+def test_the_offsets_benchmark_puts_the_clip_at_its_offset_with_silence_before_and_cuts_it_at_the_window_end():
+    import numpy as np
+
+    from benchmarks.keyword_offsets import placed
+
+    clip = np.arange(1, 12001, dtype=np.float32)  # 0.75 s
+    window = placed(clip, 0.3)
+    assert len(window) == 16000 and not window[:4800].any()
+    np.testing.assert_array_equal(window[4800:], clip[:11200])  # its last 0.05 s past the window: cut
+    np.testing.assert_array_equal(placed(clip, 0.0)[:12000], clip)
