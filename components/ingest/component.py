@@ -8,11 +8,12 @@ Spark is chosen by Beam's own flags.
 """
 import hashlib
 import os
-from typing import Any, Optional
+import re
+from typing import Any, Optional, Tuple
 
 from google.protobuf import json_format, struct_pb2
 from tfx import v1 as tfx
-from tfx.components.example_gen import driver
+from tfx.components.example_gen import driver, input_processor
 from tfx.components.example_gen import utils as example_gen_utils
 from tfx.components.example_gen.component import FileBasedExampleGen
 from tfx.dsl.components.base import executor_spec
@@ -21,13 +22,53 @@ from tfx.types import standard_component_specs
 from tfx.utils import proto_utils
 
 from components.config import INGEST_OPTIONS, DataConfig
-from components.ingest import executor, spans
+from components.ingest import executor, listing, spans
+
+
+class _InputProcessor(input_processor.FileBasedInputProcessor):
+    """TFX's file-based input processor (newest span and version, input fingerprint) over
+    `listing.entries`: TFX's own globs and stats every matched file with TensorFlow's gfile,
+    which raises on one entry it cannot read (a dangling link: NotFoundError with no message;
+    a link loop; a name that is not UTF-8), failing the run before any file is read."""
+
+    def resolve_span_and_version(self) -> Tuple[int, Optional[int]]:
+        fingerprints, resolved = [], None
+        for split in self._splits:
+            found = _span_and_version(self._input_base_uri, split, self._range_config)
+            if resolved not in (None, found):
+                raise ValueError(f"WAV ExampleGen: split {split.name} has span and version {found}, "
+                                 f"another {resolved}: they must be the same for each split")
+            resolved = found
+            pattern = self.get_pattern_for_span_version(split.pattern, *found)  # as the executor gets it
+            fingerprints.append(listing.fingerprint(split.name, os.path.join(self._input_base_uri, pattern)))
+        self._fingerprint = "\n".join(fingerprints)
+        return resolved
+
+
+def _span_and_version(input_base: str, split, range_config) -> Tuple[int, Optional[int]]:
+    """TFX's `_get_target_span_version` over `listing.entries`: the newest span (0 without
+    {SPAN} or a date in the pattern) and its newest version (None without {VERSION})."""
+    is_span, is_date, is_version = example_gen_utils.verify_split_pattern_specs(split)
+    if not is_span and not is_date:
+        return 0, None
+    glob, regex = example_gen_utils._create_matching_glob_and_regex(  # pylint: disable=protected-access
+        input_base, split, is_span, is_date, is_version, range_config)
+    found = [example_gen_utils._find_matched_span_version_from_path(  # pylint: disable=protected-access
+        path, regex, is_span, is_date, is_version)[1::2]
+        for path in listing.entries(glob) if re.search(regex, path)]  # (Beam's `**` crosses folders)
+    if not found:
+        raise ValueError(f"Cannot find matching for split {split.name} based on {split.pattern}")
+    return max(found, key=lambda sv: (sv[0], -1 if sv[1] is None else sv[1]))
 
 
 class Driver(driver.FileBasedDriver):
     """TFX's file-based driver, whose input fingerprint (the cache key of the ExampleGen's
     run) also covers metadata.csv and segments.csv: TFX fingerprints only the files of
-    the split pattern, so an edited label would otherwise reuse a cached, stale run."""
+    the split pattern, so an edited label would otherwise reuse a cached, stale run. Its
+    listing and fingerprint take any entry the pattern matches (`_InputProcessor`)."""
+
+    def get_input_processor(self, splits, range_config=None, input_base_uri=None):
+        return _InputProcessor(input_base_uri, splits, range_config)
 
     def resolve_exec_properties(self, exec_properties, pipeline_info, component_info):
         splits = _splits(exec_properties)  # before TFX fills their {SPAN} with the newest span

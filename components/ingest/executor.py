@@ -23,7 +23,6 @@ from typing import Any, Dict
 import apache_beam as beam
 import tensorflow as tf
 from absl import logging
-from apache_beam.io import fileio
 from apache_beam.io.filesystems import FileSystems
 from google.protobuf import json_format, struct_pb2
 from tfx.components.example_gen import utils as example_gen_utils
@@ -35,9 +34,9 @@ from tfx.types import artifact_utils, standard_component_specs
 from tfx.utils import proto_utils
 
 from components.config import INGEST_OPTIONS, DataConfig, FeatureConfig
-from components.ingest import noise_mix, report, tables
+from components.ingest import listing, noise_mix, report, tables
 from components.ingest import spans as spans_lib
-from components.ingest.windows import ToExamples, relative
+from components.ingest.windows import ToExamples
 
 
 def ingest_options(exec_properties: Dict[str, Any]) -> Dict[str, Any]:
@@ -69,11 +68,10 @@ def _WavToExample(pipeline: beam.Pipeline, exec_properties: Dict[str, Any],
     # filled split_pattern with the newest alone.
     patterns = [spans_lib.with_span(options["span_pattern"], int(span)) for span in options["spans"]] \
         if options.get("spans") else [split_pattern]
-    matched = [pipeline | f"MatchFiles[{pattern}]" >> fileio.MatchFiles(
-        os.path.join(input_base, pattern), empty_match_treatment=fileio.EmptyMatchTreatment.ALLOW)
-        for pattern in patterns]
-    files = (matched | "AllMatched" >> beam.Flatten()
-             | "KeyBySource" >> beam.Map(lambda m: (relative(m.path, input_base), True)))
+    # Every entry matched, those that cannot be read too (listing.py): each ends as examples or a reject.
+    files = (pipeline | "Patterns" >> beam.Create([os.path.join(input_base, pattern) for pattern in patterns])
+             | "ListEntries" >> beam.FlatMap(  # keyed at once: Beam carries only UTF-8 names between steps
+                 lambda pattern: [listing.keyed(path, input_base) for path in listing.entries(pattern)]))
     metadata = tables.read_metadata(input_base, options["metadata_file"])
     segments = tables.read_segments(input_base, options["segments_file"])
     meta = pipeline | "Metadata" >> beam.Create(sorted(metadata.items()))

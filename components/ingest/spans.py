@@ -14,7 +14,8 @@ import re
 from typing import List, Optional
 
 from tfx.components.example_gen import utils as example_gen_utils
-from tfx.dsl.io import fileio
+
+from components.ingest import listing
 
 
 def span_depth(pattern: str) -> Optional[int]:
@@ -43,7 +44,7 @@ def present(input_base: str, pattern: str) -> List[int]:
     matcher = re.compile(re.escape(before) + r"(\d+)" + re.escape(after) + "$")
     folder_glob = os.path.join(input_base, *prefix, before + "*" + after)
     found = set()
-    for path in fileio.glob(folder_glob):
+    for path in listing.entries(folder_glob):  # (TF's glob raises on a name that is not UTF-8)
         hit = matcher.match(os.path.basename(path.rstrip("/")))
         if hit:
             found.add(int(hit.group(1)))

@@ -17,18 +17,13 @@ from apache_beam.io.filesystems import FileSystems
 from components import features, progress_lines
 from components.audio import snr as snr_metrics
 from components.audio import wav_io
-from components.ingest import segments
+from components.ingest import listing, segments
 from components.ingest import spans as spans_lib
 from components.ingest.report import REJECTS_TAG, SECONDS_TAG
 
 _PROGRESS_EVERY_S = 10.0
 _VAD_FRAME = 480  # 30 ms at 16 kHz, a frame size webrtcvad takes
 _CLEAN_SLACK_S = 0.05  # a clean reference may be this much shorter or longer (codec padding); zeros past its end
-
-
-def relative(path: str, input_base: str) -> str:
-    base = input_base.rstrip("/") + "/"
-    return path[len(base):] if path.startswith(base) else path
 
 
 def _feature(value) -> tf.train.Feature:
@@ -119,8 +114,11 @@ class ToExamples(beam.DoFn):
         if "://" in path:  # object stores: Beam's match (its name is taken as a pattern there)
             found = FileSystems.match([path])[0].metadata_list
             size = found[0].size_in_bytes if found else None
-        else:  # a local name may hold [ ] * ? literally
-            size = os.path.getsize(path) if os.path.isfile(path) else None
+        else:  # a local name may hold [ ] * ? literally; what is not a regular file is never opened
+            refused = listing.problem(path)
+            if refused:
+                raise wav_io.AudioError(refused)
+            size = os.path.getsize(path)
         if size is None:
             raise wav_io.AudioError(f"{name} does not exist or is not a file")
         limit = float(self._options["max_file_mb"])
@@ -178,6 +176,9 @@ class ToExamples(beam.DoFn):
         meta = metas[0] if metas else {}
         seconds = None  # unknown until the header is read
         try:
+            refused = [f for f in grouped["file"] if isinstance(f, str)]  # at listing (listing.keyed)
+            if refused:
+                raise wav_io.AudioError(refused[0])
             if not grouped["file"] and not FileSystems.exists(self._path(source)):
                 where = "metadata.csv" if metas else "segments.csv"
                 raise wav_io.AudioError(f"listed in {where} but the file does not exist")

@@ -1,0 +1,122 @@
+"""The WAV ExampleGen's listing of its input: every entry its file pattern matches, for the
+driver's fingerprint and the executor's reading step, neither stopped by one entry it cannot
+read (a dangling symbolic link, a link loop, a name that is not UTF-8, a directory, FIFO or
+socket named like a recording): each such entry is listed, and rejected when read, with its reason.
+
+TFX's glob and stat raise on such an entry, Beam's local match drops some of them silently;
+here the pattern syntax is Beam's (`*` within a folder, `**` across) and so is the walk
+(symbolic links to folders are not followed)."""
+from __future__ import annotations
+
+import errno
+import os
+import re
+import stat
+from typing import List, Optional, Tuple, Union
+
+from absl import logging
+from apache_beam.io.filesystem import FileSystem
+from apache_beam.io.filesystems import FileSystems
+from tfx.dsl.io import fileio
+
+NOT_UTF8 = "its name is not UTF-8 (its bytes shown escaped); not read: rename it"
+_NANO_PER_SEC = 10 ** 9
+
+
+def relative(path: str, input_base: str) -> str:
+    base = input_base.rstrip("/") + "/"
+    return path[len(base):] if path.startswith(base) else path
+
+
+def entries(pattern: str) -> List[str]:
+    """The paths `pattern` matches, sorted. Local: every entry, as Beam's local match walks
+    and matches them but keeping what it drops (entries it cannot stat, directories); a name
+    that is not UTF-8 keeps its bytes as surrogates (`os.fsdecode`). Elsewhere: Beam's match."""
+    if "://" in pattern:
+        return sorted(m.path for m in FileSystems.match([pattern])[0].metadata_list)
+    pattern = pattern + "*" if pattern.endswith("/") else pattern
+    prefix = re.match(r"^[^[*?]*", pattern).group(0)
+    if prefix == pattern:
+        return [pattern] if os.path.lexists(pattern) else []
+    match = re.compile(FileSystem.translate_pattern(pattern)).match
+    found = []
+    for folder, dirs, files in os.walk(os.path.dirname(prefix)):
+        for name in dirs + files:
+            path = os.path.join(folder, name)
+            if name in dirs and os.path.islink(path):
+                logging.warning("%s is a symbolic link to a folder: not followed, the files in it are not read",
+                                shown(path))
+            if match(path):
+                found.append(path)
+    return sorted(found)
+
+
+def problem(path: str) -> Optional[str]:
+    """Why a local entry is not read as a recording, in plain words; None for a regular
+    file (or a link to one). Never opens it: a FIFO opened for reading waits for a writer."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            return "a loop of symbolic links; not read"
+        if os.path.islink(path):
+            return "a symbolic link to nothing: its target does not exist; not read"
+        return "does not exist" if e.errno == errno.ENOENT else f"cannot be read: {e.strerror}"
+    if stat.S_ISREG(mode):
+        return None
+    kind = ("a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode)
+            else "a socket" if stat.S_ISSOCK(mode) else "a device or other special file")
+    return f"not a regular file ({kind}); not read"
+
+
+def shown(name: str) -> str:
+    """A listed name as reports and logs show it: the bytes that are not UTF-8 escaped (`\\xff`)."""
+    return os.fsencode(name).decode("utf-8", "backslashreplace")
+
+
+def keyed(path: str, input_base: str) -> Tuple[str, Union[bool, str]]:
+    """(name under input_base, True) of a listed entry, for the reading step. Beam carries
+    names as UTF-8, so a name that is not is (`shown(name)`, NOT_UTF8): a reject."""
+    name = relative(path, input_base)
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return shown(name), NOT_UTF8
+    return name, True
+
+
+def _size_and_mtime(path: str) -> Optional[Tuple[int, int]]:
+    """(bytes, mtime in ns) of the entry, of a link's own when its target cannot be stat'ed
+    (dangling, a loop); None when it is gone."""
+    if "://" in path:
+        try:
+            found = fileio.stat(path)
+            return found.length, found.mtime_nsec
+        except Exception as e:  # pylint: disable=broad-except  (each filesystem has its own errors)
+            logging.warning("Fingerprint: %s left out, its stat failed: %s", path, e)
+            return None
+    for stat_fn in (os.stat, os.lstat):
+        try:
+            found = stat_fn(path)
+            return found.st_size, found.st_mtime_ns
+        except OSError:
+            pass
+    logging.warning("Fingerprint: %s left out, it is gone", shown(path))
+    return None
+
+
+def fingerprint(split_name: str, pattern: str) -> str:
+    """TFX's `io_utils.generate_fingerprint` (count, bytes and whole-second mtimes of the
+    matched files) over `entries`, the same string where TFX's worked. An entry whose target
+    cannot be stat'ed counts by the link itself: it becomes a reject, so it is part of the
+    run's input, and adding, removing or repairing it changes the key."""
+    count = total_bytes = xor_checksum = sum_checksum = 0
+    for path in entries(pattern):
+        found = _size_and_mtime(path)
+        if found is None:
+            continue
+        mtime = found[1] // _NANO_PER_SEC
+        count, total_bytes = count + 1, total_bytes + found[0]
+        xor_checksum, sum_checksum = xor_checksum ^ mtime, sum_checksum + mtime
+    return (f"split:{split_name},num_files:{count},total_bytes:{total_bytes},"
+            f"xor_checksum:{xor_checksum},sum_checksum:{sum_checksum}")
