@@ -145,7 +145,8 @@ def _schedule(args) -> int:
 def _predict(args) -> int:
     from pipeline import predict
     model = args.model or predict.latest_pushed(args.config_object.serving_model_dir)
-    result = predict.predict(model, args.inputs, args.out, args.hop_s)
+    result = predict.predict(model, args.inputs, args.out, args.hop_s,
+                             min_segment_s=args.config_object.data.min_segment_s)
     print(f"{result.predicted} files predicted, {result.rejected} rejected "
           f"(see {os.path.join(result.out_dir, 'rejects.csv')}); results in {result.out_dir}")
     return ExitCode.FAILED if result.rejected else ExitCode.OK
@@ -209,6 +210,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         # The same for the processes Beam's DirectRunner starts (multi_processing mode).
         os.environ.setdefault("PYTHONWARNINGS", ",".join(f"ignore::{c.__name__}" for c in categories))
     import pipeline  # noqa: F401  (sets TF_USE_LEGACY_KERAS before TensorFlow loads)
+    from pipeline import quiet_exit
+    quiet_exit.install()  # no TensorFlow destructor noise after the last line (the workers: local_runner)
     return int(_dispatch(args))
 
 

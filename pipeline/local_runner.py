@@ -31,7 +31,9 @@ def local_beam_args(config: PipelineConfig) -> list:
     dependency flag is given. Without one, TFX's BaseBeamExecutor copies its own installation
     and runs `setup.py sdist` on it before every Beam component (dependency_utils.
     make_beam_dependency_flags: 15 s of CPU each here, and 41 MB left in /tmp each time) for
-    workers to install; the DirectRunner's workers run in this environment and install nothing."""
+    workers to install; the DirectRunner's workers run in this environment and install nothing.
+    There each worker also imports pipeline.quiet_exit (a Beam plugin): the Transform's and the
+    Evaluator's workers end without TensorFlow's `Exception ignored in: AtomicFunction.__del__`."""
     from apache_beam.options.pipeline_options import PipelineOptions
 
     args = list(config.beam_args)
@@ -39,6 +41,8 @@ def local_beam_args(config: PipelineConfig) -> list:
     setup_file = os.path.join(REPO_ROOT, "setup.py")
     if ((options.get("runner") or "DirectRunner").lower() in ("directrunner", "direct")
             and os.path.isfile(setup_file) and not any(options.get(name) for name in _DEPENDENCY_OPTIONS)):
+        if "pipeline.quiet_exit" not in (options.get("beam_plugins") or []):
+            args.append("--beam_plugin=pipeline.quiet_exit")
         args.append(f"--setup_file={setup_file}")
     return args
 

@@ -5,19 +5,28 @@ Writes, under --out:
   a probability per class;
 - windows.csv: one row a window of a file: start, end, label, probabilities;
 - enhanced/<file>.wav: the denoised audio (16 kHz mono), when the model denoises;
-- rejects.csv: every file that could not be read, with the reason.
-Every input file ends up in predictions.csv or rejects.csv. Memory stays that of one window
-(and one denoiser chunk), whatever the recordings' lengths (components/serving/recording.py).
+- rejects.csv: every file that could not be read, with the reason in plain words.
+Every input file ends up in predictions.csv or rejects.csv, each row flushed as soon as its
+file is done (a run stopped halfway keeps the rows before). An entry that is not a regular
+file (a FIFO, a socket, a dangling link) is rejected without being opened: a FIFO opened for
+reading waits for a writer. A name that is not UTF-8 is rejected, shown escaped (`\\xe9`).
+A recording shorter than data.min_segment_s, the ExampleGen's shortest window, is refused.
+Memory stays that of one window (and one denoiser chunk), whatever the recordings' lengths
+(components/serving/recording.py).
 """
 from __future__ import annotations
 
 import csv
 import dataclasses
+import errno
 import os
-from typing import Iterable, List, Tuple
+from typing import Iterable, List, Optional, Tuple
 
 import tqdm
 
+from components.audio.wav_io import AudioError
+from components.config import DataConfig
+from components.ingest import listing
 from components.serving.recording import RecordingModel
 
 AUDIO_SUFFIXES = (".wav", ".flac", ".ogg")
@@ -55,8 +64,46 @@ def input_files(paths: Iterable[str]) -> List[Tuple[str, str]]:
     return found
 
 
+def plain_reason(error: OSError) -> str:
+    """An OS error in plain words, without its errno or the path (the row names the file)."""
+    if error.errno == errno.ENOENT:
+        return "does not exist"
+    if error.errno in (errno.EACCES, errno.EPERM):
+        return "permission denied"
+    return f"cannot be read: {(error.strerror or type(error).__name__).lower()}"
+
+
+def refused(path: str) -> Optional[str]:
+    """Why `path` is not read, before anything opens it; None for a readable regular file
+    (or a link to one). Never opens anything else: a FIFO would block the run."""
+    try:
+        os.fsencode(path).decode("utf-8")
+    except UnicodeDecodeError:
+        return listing.NOT_UTF8
+    problem = listing.problem(path)  # os.stat and stat.S_ISREG: the ExampleGen's own words
+    if problem is not None:
+        return problem
+    try:  # a regular file: opening it cannot block
+        with open(path, "rb"):
+            pass
+    except OSError as e:
+        return plain_reason(e)
+    return None
+
+
+def _reason(error: Exception) -> str:
+    if isinstance(error, AudioError):  # already plain (components/audio/wav_io.py)
+        return str(error)
+    if isinstance(error, OSError):
+        return plain_reason(error)
+    return f"{type(error).__name__}: {error}"
+
+
 def predict(model_dir: str, inputs: Iterable[str], out_dir: str, hop_s: float = None,
-            progress: bool = True) -> Outcome:
+            progress: bool = True, min_segment_s: Optional[float] = None) -> Outcome:
+    """Labels every input file (and denoises it); `min_segment_s` (default data.min_segment_s's)
+    is the shortest recording labelled and the shortest last window kept."""
+    min_segment_s = DataConfig().min_segment_s if min_segment_s is None else min_segment_s
     model = RecordingModel(model_dir)
     files = input_files(inputs)
     os.makedirs(out_dir, exist_ok=True)
@@ -71,23 +118,32 @@ def predict(model_dir: str, inputs: Iterable[str], out_dir: str, hop_s: float = 
         for writer in (per_file, per_window):
             writer.writeheader()
         rejects.writerow(["file", "reason"])
+        for out in (p, w, r):
+            out.flush()
         bar = tqdm.tqdm(files, unit="file", disable=not progress, desc="predict")
         for path, name in bar:
-            try:
-                result = model.classify(path, hop_s=hop_s)
-                if model.denoises:
-                    enhanced = os.path.join(out_dir, "enhanced", os.path.splitext(name)[0] + ".wav")
-                    os.makedirs(os.path.dirname(enhanced), exist_ok=True)
-                    model.denoise(path, enhanced)
-            except Exception as e:  # one bad file is listed with its reason; the rest go on
-                rejects.writerow([path, f"{type(e).__name__}: {e}"])
+            reason = refused(path)
+            if reason is None:
+                try:
+                    result = model.classify(path, hop_s=hop_s, min_window_s=min_segment_s)
+                    if model.denoises:
+                        enhanced = os.path.join(out_dir, "enhanced", os.path.splitext(name)[0] + ".wav")
+                        os.makedirs(os.path.dirname(enhanced), exist_ok=True)
+                        model.denoise(path, enhanced)
+                except Exception as e:  # one bad file is listed with its reason; the rest go on
+                    reason = _reason(e)
+            if reason is not None:
+                rejects.writerow([listing.shown(path), reason])
+                r.flush()
                 rejected += 1
+                bar.set_postfix(rejected=rejected)
                 continue
             per_file.writerow({"file": path, "duration_s": round(result.duration_s, 3),
                                "windows": len(result.starts_s), "label": result.label,
                                **dict(zip(labels, map(float, result.mean_probabilities)))})
             for row in result.rows():
                 per_window.writerow({"file": path, **row})
+            w.flush()  # its windows before its row: a row in predictions.csv has all of them
+            p.flush()
             predicted += 1
-            bar.set_postfix(rejected=rejected)
     return Outcome(predicted, rejected, out_dir)

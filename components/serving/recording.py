@@ -149,11 +149,15 @@ class RecordingModel:
     def classify(self, path: str, hop_s: Optional[float] = None, batch_size: int = 16,
                  min_window_s: float = 0.2) -> RecordingResult:
         """Per-window labels and probabilities over the whole recording, and its aggregate; a
-        last window under min_window_s is left out (as the ExampleGen's data.min_segment_s)."""
+        last window under min_window_s is left out (as the ExampleGen's data.min_segment_s),
+        and a recording shorter than that is refused (wav_io.AudioError), as the ExampleGen does."""
         window_s = self.window_samples / features.SAMPLE_RATE
         hop_s = hop_s or window_s
         starts, ends, probabilities, names = [], [], [], []
         with wav_io.AudioFile(path) as audio:
+            if audio.duration_s < min_window_s:
+                raise wav_io.AudioError(f"{audio.duration_s:.3f} s long, shorter than data.min_segment_s "
+                                        f"({min_window_s:g} s): too short to label")
             spans = window_starts(audio.duration_s, window_s, hop_s, min_window_s)
             for i in range(0, len(spans), batch_size):
                 batch = spans[i:i + batch_size]
