@@ -6,6 +6,7 @@ import contextlib
 import errno
 import os
 import socket
+import stat
 import threading
 
 import pytest
@@ -78,7 +79,7 @@ def _fingerprint(base, **options):
 def _fifo_guard(folder):
     """Fails the test if anything opens a FIFO under `folder` for reading (a reader waits
     forever for a writer): polls for a blocked reader, releases it and records it."""
-    fifos = [folder / n for n in os.listdir(folder) if n.startswith("fifo")]
+    fifos = [folder / n for n in os.listdir(folder) if stat.S_ISFIFO(os.lstat(folder / n).st_mode)]
     opened, done = [], threading.Event()
 
     def poll():
@@ -151,3 +152,10 @@ def test_a_span_folder_whose_name_is_not_utf8_leaves_the_other_spans_found(tmp_p
         write_wav(tmp_path / f"day-{day}" / "yes" / "a.wav", tone(0.5, 300))
     os.mkdir(os.path.join(os.fsencode(tmp_path), b"day-\xff"))
     assert spans.present(str(tmp_path), "day-{SPAN}/*/*.wav") == [1, 2]
+
+
+def test_a_metadata_table_that_is_a_fifo_is_fingerprinted_without_being_opened(tmp_path):
+    _folder(tmp_path)
+    os.mkfifo(tmp_path / "metadata.csv")
+    with _fifo_guard(tmp_path):
+        assert "metadata.csv: sha256 not read, not a regular file (a FIFO)" in _fingerprint(tmp_path)

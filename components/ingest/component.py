@@ -91,7 +91,10 @@ class Driver(driver.FileBasedDriver):
         for key in ("metadata_file", "segments_file"):
             path = os.path.join(input_base, options[key])
             digest = "absent"  # ("" turns the file off, as the executor reads it)
-            if options[key] and fileio.exists(path):  # small text files: their content, not their mtime
+            refused = options[key] and "://" not in path and os.path.lexists(path) and listing.problem(path)
+            if refused:  # (a FIFO is never opened: the executor refuses the run naming the table)
+                digest = f"not read, {refused}"
+            elif options[key] and fileio.exists(path):  # small text files: their content, not their mtime
                 with fileio.open(path, "rb") as f:
                     digest = hashlib.sha256(f.read()).hexdigest()
             lines.append(f"{options[key]}: sha256 {digest}")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import errno
 import os
+import posixpath
 import re
 import stat
 from typing import List, Optional, Tuple, Union
@@ -26,6 +27,20 @@ _NANO_PER_SEC = 10 ** 9
 def relative(path: str, input_base: str) -> str:
     base = input_base.rstrip("/") + "/"
     return path[len(base):] if path.startswith(base) else path
+
+
+def normalized(name: str, input_base: str) -> str:
+    """The one spelling of a name under input_base, the key that joins the glob and the tables:
+    relative to input_base (an absolute path or URL under it made relative), `.`, `..`, doubled
+    and trailing slashes resolved as text (`./yes//x.wav` is `yes/x.wav`). A name that leaves
+    input_base keeps its leading `..` or `/`: refused when read."""
+    if "://" in name:
+        name = relative(name, input_base)
+        if "://" in name:  # a URL elsewhere: as written (normpath would fold its `//`)
+            return name
+    elif os.path.isabs(name) and "://" not in input_base:
+        name = relative(os.path.normpath(name), os.path.abspath(input_base))
+    return posixpath.normpath(name)
 
 
 def entries(pattern: str) -> List[str]:
@@ -77,7 +92,7 @@ def shown(name: str) -> str:
 def keyed(path: str, input_base: str) -> Tuple[str, Union[bool, str]]:
     """(name under input_base, True) of a listed entry, for the reading step. Beam carries
     names as UTF-8, so a name that is not is (`shown(name)`, NOT_UTF8): a reject."""
-    name = relative(path, input_base)
+    name = normalized(relative(path, input_base), input_base)
     try:
         name.encode("utf-8")
     except UnicodeEncodeError:
