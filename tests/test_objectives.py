@@ -119,19 +119,24 @@ def test_multi_second_sequences_add_their_weighted_negative_si_snr_per_sequence(
     assert np.abs(rows - joined).max() > 1e-3
 
 
+def _train_step(model, cfg, total_steps=10):
+    """The compiled training step of `model` under `cfg`, and `_batch()` to feed it."""
+    optimizer = loop.build_optimizer(cfg, total_steps=total_steps)
+    optimizer.build(model.trainable_variables)
+    x, y = _batch()
+    spec = tf.nest.map_structure(lambda t: tf.TensorSpec([None, *t.shape[1:]], t.dtype), (x, y))
+    return loop.make_train_step(model, optimizer, tf.distribute.get_strategy(), spec, 3, 1, cfg), (x, y)
+
+
 def test_denoise_objective_trains_the_denoiser_and_leaves_the_classifier():
     tf.random.set_seed(0)
     cfg = _cfg("denoise")
     model = build_model(cfg, FEATS, 3)
-    optimizer = loop.build_optimizer(cfg, total_steps=10)
-    optimizer.build(model.trainable_variables)
-    x, y = _batch()
-    spec = tf.nest.map_structure(lambda t: tf.TensorSpec([None, *t.shape[1:]], t.dtype), (x, y))
-    step = loop.make_train_step(model, optimizer, tf.distribute.get_strategy(), spec, 3, 1, cfg)
+    step, batch = _train_step(model, cfg)
     classifier = [v.numpy().copy() for v in model.backbone.weights]
     denoiser = [v.numpy().copy() for v in model.denoiser.trainable_weights]
     for _ in range(3):
-        step((x, y))
+        step(batch)
     for before, var in zip(classifier, model.backbone.weights):
         np.testing.assert_array_equal(before, var.numpy())
     assert all(not np.array_equal(b, v.numpy()) for b, v in zip(denoiser, model.denoiser.trainable_weights))
@@ -151,14 +156,10 @@ def test_a_held_denoiser_keeps_its_warm_start_while_the_classifier_trains(tmp_pa
     denoiser_weights.load(model.denoiser, cfg.denoiser.warm_start)
     assert model.denoiser.weights and not any(
         v.ref() in {w.ref() for w in model.trainable_variables} for v in model.denoiser.weights)
-    optimizer = loop.build_optimizer(cfg, total_steps=10)
-    optimizer.build(model.trainable_variables)
-    x, y = _batch()
-    spec = tf.nest.map_structure(lambda t: tf.TensorSpec([None, *t.shape[1:]], t.dtype), (x, y))
-    step = loop.make_train_step(model, optimizer, tf.distribute.get_strategy(), spec, 3, 1, cfg)
+    step, batch = _train_step(model, cfg)
     classifier = [v.numpy().copy() for v in model.backbone.trainable_weights]
     for _ in range(3):
-        step((x, y))
+        step(batch)
     for saved, var in zip(start.denoiser.weights, model.denoiser.weights):
         np.testing.assert_array_equal(saved.numpy(), var.numpy())
     assert all(not np.array_equal(b, v.numpy()) for b, v in zip(classifier, model.backbone.trainable_weights))
@@ -203,10 +204,7 @@ def _fits_one_batch(model, cfg, steps=20):
     x, y = _batch()
     loss_fn = loop.make_loss(cfg)
     before = float(loss_fn(model(x, training=False), x, y, 3.0, 2.0)[0])
-    optimizer = loop.build_optimizer(cfg, total_steps=steps)
-    optimizer.build(model.trainable_variables)
-    spec = tf.nest.map_structure(lambda t: tf.TensorSpec([None, *t.shape[1:]], t.dtype), (x, y))
-    step = loop.make_train_step(model, optimizer, tf.distribute.get_strategy(), spec, 3, 1, cfg)
+    step, _ = _train_step(model, cfg, total_steps=steps)
     losses = [float(step((x, y))["loss"]) for _ in range(steps)]
     after = float(loss_fn(model(x, training=False), x, y, 3.0, 2.0)[0])
     assert np.all(np.isfinite(losses)) and after < before, (before, after, losses)
