@@ -53,7 +53,8 @@ def entries(pattern: str) -> List[str]:
     prefix = re.match(r"^[^[*?]*", pattern).group(0)
     if prefix == pattern:
         return [pattern] if os.path.lexists(pattern) else []
-    match = re.compile(FileSystem.translate_pattern(pattern)).match
+    # (Beam's `*` is [^/\\]*, a Windows habit: on a POSIX filesystem a backslash is a character of a name)
+    match = re.compile(FileSystem.translate_pattern(pattern).replace(r"[^/\\]", "[^/]")).match
     found = []
     for folder, dirs, files in os.walk(os.path.dirname(prefix)):
         for name in dirs + files:
