@@ -164,7 +164,9 @@ class BackgroundConfig:
     each epoch, a drawn share of the clean recordings gets a stretch of a noise recording from `noise_base`
     at an SNR from `snr_db_range`, over the whole window (after `augment.placement_probability`'s move),
     and its clean recording becomes its reference. Speech Commands' training recipe (Warden 2018) mixes
-    background noise into 80 % of its examples afresh every epoch. 0 turns it off."""
+    background noise into 80 % of its examples afresh every epoch. It takes a recording without a reference for
+    clean speech (the demo's clips are): with noisy recordings that have none and a denoiser that trains, keep it
+    off, or the denoiser learns to keep their noise. 0 turns it off."""
     probability: Fraction = setting(0.0, "share of the examples without a reference that get noise, each epoch")
     noise_base: str = setting("", "<noise_base>/<noise kind>/*.wav, the layout of data.noise_base")
     snr_db_range: Annotated[List[Float], Field(min_length=2, max_length=2)] = setting(
