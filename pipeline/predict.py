@@ -76,9 +76,7 @@ def plain_reason(error: OSError) -> str:
 def refused(path: str) -> Optional[str]:
     """Why `path` is not read, before anything opens it; None for a readable regular file
     (or a link to one). Never opens anything else: a FIFO would block the run."""
-    try:
-        os.fsencode(path).decode("utf-8")
-    except UnicodeDecodeError:
+    if listing.not_utf8(path):
         return listing.NOT_UTF8
     problem = listing.problem(path)  # os.stat and stat.S_ISREG: the ExampleGen's own words
     if problem is not None:

@@ -57,13 +57,11 @@ def entries(pattern: str) -> List[str]:
     match = re.compile(FileSystem.translate_pattern(pattern).replace(r"[^/\\]", "[^/]")).match
     found = []
     for folder, dirs, files in os.walk(os.path.dirname(prefix)):
-        for name in dirs + files:
-            path = os.path.join(folder, name)
-            if name in dirs and os.path.islink(path):
+        for name in dirs:
+            if os.path.islink(os.path.join(folder, name)):
                 logging.warning("%s is a symbolic link to a folder: not followed, the files in it are not read",
-                                shown(path))
-            if match(path):
-                found.append(path)
+                                shown(os.path.join(folder, name)))
+        found += [path for path in (os.path.join(folder, name) for name in dirs + files) if match(path)]
     return sorted(found)
 
 
@@ -94,11 +92,16 @@ def keyed(path: str, input_base: str) -> Tuple[str, Union[bool, str]]:
     """(name under input_base, True) of a listed entry, for the reading step. Beam carries
     names as UTF-8, so a name that is not is (`shown(name)`, NOT_UTF8): a reject."""
     name = normalized(relative(path, input_base), input_base)
+    return (shown(name), NOT_UTF8) if not_utf8(name) else (name, True)
+
+
+def not_utf8(name: str) -> bool:
+    """Whether a listed name (`os.fsdecode`'s, its stray bytes as surrogates) is not UTF-8."""
     try:
         name.encode("utf-8")
     except UnicodeEncodeError:
-        return shown(name), NOT_UTF8
-    return name, True
+        return True
+    return False
 
 
 def _size_and_mtime(path: str) -> Optional[Tuple[int, int]]:
