@@ -26,12 +26,22 @@ _DEPENDENCY_OPTIONS = ("extra_packages", "setup_file", "requirements_file", "wor
                        "sdk_container_image")
 
 
+def workers_share_this_environment(options: dict) -> bool:
+    """True on the DirectRunner, and on a portable runner (Flink, Spark) whose Python workers are this
+    installation's: an EXTERNAL pool (pipeline/flink.py) or LOOPBACK. Those install nothing staged."""
+    runner = (options.get("runner") or "DirectRunner").lower()
+    return runner in ("directrunner", "direct") or (options.get("environment_type") or "").upper() in (
+        "EXTERNAL", "LOOPBACK")
+
+
 def local_beam_args(config: PipelineConfig) -> list:
-    """`beam_args`, plus `--setup_file=<this project's setup.py>` on the DirectRunner when no
+    """`beam_args`, plus `--setup_file=<this project's setup.py>` when the workers run in this
+    environment (`workers_share_this_environment`: the DirectRunner, or Flink with a pool) and no
     dependency flag is given. Without one, TFX's BaseBeamExecutor copies its own installation
     and runs `setup.py sdist` on it before every Beam component (dependency_utils.
     make_beam_dependency_flags: 15 s of CPU each here, and 41 MB left in /tmp each time) for
-    workers to install; the DirectRunner's workers run in this environment and install nothing.
+    workers to install; these workers run in this environment and install nothing (this project's
+    own sdist, which a portable runner stages, takes a second).
     There each worker also imports pipeline.quiet_exit (a Beam plugin): the Transform's and the
     Evaluator's workers end without TensorFlow's `Exception ignored in: AtomicFunction.__del__`."""
     from apache_beam.options.pipeline_options import PipelineOptions
@@ -39,7 +49,7 @@ def local_beam_args(config: PipelineConfig) -> list:
     args = list(config.beam_args)
     options = PipelineOptions(args).get_all_options()
     setup_file = os.path.join(REPO_ROOT, "setup.py")
-    if ((options.get("runner") or "DirectRunner").lower() in ("directrunner", "direct")
+    if (workers_share_this_environment(options)
             and os.path.isfile(setup_file) and not any(options.get(name) for name in _DEPENDENCY_OPTIONS)):
         if "pipeline.quiet_exit" not in (options.get("beam_plugins") or []):
             args.append("--beam_plugin=pipeline.quiet_exit")

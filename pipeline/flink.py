@@ -1,0 +1,225 @@
+"""Beam's Flink runner for the pipeline's Beam components: the job server's jars, fetched from Maven
+Central by a pinned version, and a pool of Python SDK workers.
+
+    python -m pipeline.flink fetch                 # prints the job server's jar (cached)
+    python -m pipeline.flink workers --port 50000  # Python SDK workers for --environment_type=EXTERNAL
+    python -m pipeline.flink flags --port 50000    # the beam_args that use both, for `--set beam_args=...`
+
+Beam's Python FlinkRunner starts a job server from `--flink_job_server_jar` (`java -jar`) and runs the
+pipeline on `--flink_master` (`[local]`: an embedded Flink in the job server's JVM; `host:port`: a
+Flink cluster's REST endpoint). Its workers are this project's Python with its imports, not Beam's
+SDK container (no Docker here): `--environment_type=EXTERNAL` hands each bundle to the pool.
+
+The version: TFX 1.16 pins Beam's Python SDK at 2.59.0. Beam's own download (FlinkRunner without a
+jar) asks Maven Central for `beam-runners-flink-<flink>-job-server-2.59.0.jar`; the Maven registry
+these machines reach does not serve it, nor `beam-runners-java-job-service` 2.59.0 that any job
+server needs. It serves Beam 2.56.0's Flink runner for Flink 1.16 (Beam 2.56 supports 1.15 to 1.18)
+with every dependency, so that is the default: the portable job API between a 2.56 job server and
+a 2.59 SDK holds for what this pipeline does (tests/test_flink.py compares every Beam component's
+output with the DirectRunner's). Where Maven Central is whole, `--beam-version 2.59.0` fetches the
+SDK's own version (the lock then has to be rewritten: `fetch --write-lock`).
+
+The job server's jar is a manifest-only jar whose Class-Path names the runner's resolved jars
+(Maven's dependency plugin resolves them; writing a shaded jar would copy 160 MB for nothing).
+Each jar's sha256 is checked against `flink_job_server.lock` (a mismatch, a missing or an extra jar
+stops the fetch, naming it), so a run uses the jars that were tested.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from typing import Dict, List, Optional
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LOCK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "flink_job_server.lock")
+BEAM_VERSION = "2.56.0"
+FLINK_VERSION = "1.16"
+MAIN_CLASS = "org.apache.beam.runners.flink.FlinkJobServerDriver"
+# The job server logs through SLF4J; without a binding it drops its own errors silently.
+SLF4J_BINDING = "org.slf4j:slf4j-simple:1.7.30"
+ENV_CACHE = "TFX_AUDIO_CACHE"
+
+
+def cache_root() -> str:
+    return os.environ.get(ENV_CACHE) or os.path.join(os.path.expanduser("~"), ".cache", "tfx-audio")
+
+
+def _pom(beam_version: str, flink_version: str) -> str:
+    group, artifact, version = SLF4J_BINDING.split(":")
+    return f"""<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>tfx-audio</groupId><artifactId>flink-job-server</artifactId><version>1</version>
+  <dependencies>
+    <dependency><groupId>org.apache.beam</groupId><artifactId>beam-runners-flink-{flink_version}</artifactId>
+      <version>{beam_version}</version></dependency>
+    <dependency><groupId>{group}</groupId><artifactId>{artifact}</artifactId><version>{version}</version></dependency>
+  </dependencies>
+</project>
+"""
+
+
+def _sha256(path: str) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def read_lock(path: str = LOCK) -> Dict[str, str]:
+    """{jar file name: sha256} from the lock (`<sha256>  <name>` lines; # comments)."""
+    pins = {}
+    with open(path) as f:
+        for line in f:
+            line = line.split("#", 1)[0].strip()
+            if line:
+                digest, name = line.split()
+                pins[name] = digest
+    return pins
+
+
+def check_jars(lib: str, pins: Dict[str, str]) -> None:
+    """Raises naming every jar that differs from the lock, is missing, or is not in it."""
+    found = {name: _sha256(os.path.join(lib, name)) for name in os.listdir(lib) if name.endswith(".jar")}
+    problems = [f"{name}: sha256 {found[name]}, the lock pins {pins[name]}"
+                for name in sorted(set(found) & set(pins)) if found[name] != pins[name]]
+    problems += [f"{name}: in the lock, not fetched" for name in sorted(set(pins) - set(found))]
+    problems += [f"{name}: fetched, not in the lock" for name in sorted(set(found) - set(pins))]
+    if problems:
+        raise RuntimeError(f"Flink job server jars in {lib} do not match {LOCK}:\n  " + "\n  ".join(problems))
+
+
+def _manifest(class_path: List[str]) -> bytes:
+    """A JAR manifest: lines of at most 72 bytes, continued on lines that start with a space."""
+    def wrapped(header: str) -> str:
+        raw, lines = header.encode(), []
+        lines.append(raw[:72])
+        raw = raw[72:]
+        while raw:
+            lines.append(b" " + raw[:71])
+            raw = raw[71:]
+        return "".join(line.decode() + "\r\n" for line in lines)
+    return (wrapped("Manifest-Version: 1.0") + wrapped(f"Main-Class: {MAIN_CLASS}")
+            + wrapped("Class-Path: " + " ".join(class_path)) + "\r\n").encode()
+
+
+def fetch(cache: Optional[str] = None, beam_version: str = BEAM_VERSION, flink_version: str = FLINK_VERSION,
+          write_lock: bool = False, mvn: str = "mvn") -> str:
+    """The job server's jar under `cache` (fetched once: Maven resolves, the lock checks); returns its path."""
+    home = os.path.join(cache or cache_root(), f"flink-job-server-{beam_version}-flink-{flink_version}")
+    jar = os.path.join(home, "job-server.jar")
+    if os.path.isfile(jar) and not write_lock:
+        return jar
+    if shutil.which(mvn) is None or shutil.which("java") is None:
+        raise RuntimeError("fetching the Flink job server needs Java (17) and Maven (`mvn`) on PATH")
+    os.makedirs(os.path.dirname(home), exist_ok=True)
+    staging = tempfile.mkdtemp(prefix="flink-job-server.", dir=os.path.dirname(home))
+    try:
+        with open(os.path.join(staging, "pom.xml"), "w") as f:
+            f.write(_pom(beam_version, flink_version))
+        lib = os.path.join(staging, "lib")
+        done = subprocess.run([mvn, "-B", "-q", "-f", os.path.join(staging, "pom.xml"), "dependency:copy-dependencies",
+                               f"-DoutputDirectory={lib}", "-DincludeScope=runtime"],
+                              capture_output=True, text=True, timeout=1800)
+        if done.returncode != 0:
+            raise RuntimeError(f"mvn could not fetch Beam {beam_version}'s Flink {flink_version} runner "
+                               f"(exit {done.returncode}):\n{(done.stdout + done.stderr)[-3000:]}")
+        if write_lock:
+            with open(LOCK, "w") as f:
+                f.write(f"# Beam {beam_version}'s job server for Flink {flink_version} and {SLF4J_BINDING}: every jar "
+                        f"Maven resolved, with its sha256.\n# Written by `python -m pipeline.flink fetch --write-lock`.\n")
+                for name in sorted(os.listdir(lib)):
+                    f.write(f"{_sha256(os.path.join(lib, name))}  {name}\n")
+        check_jars(lib, read_lock())
+        names = sorted(os.listdir(lib))
+        with zipfile.ZipFile(os.path.join(staging, "job-server.jar"), "w") as z:
+            z.writestr("META-INF/MANIFEST.MF", _manifest([f"lib/{name}" for name in names]))
+        if os.path.isdir(home):
+            shutil.rmtree(home)
+        os.replace(staging, home)  # whole or not at all: a stopped fetch leaves no half a cache
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return jar
+
+
+def worker_env(env: Optional[Dict[str, str]] = None) -> Dict[str, str]:
+    """The pool starts each worker as `python -c ...` from PATH: this interpreter's folder comes first
+    (another Python without Beam dies at once and the job waits for it forever), and the project is
+    importable (the components' code is not staged to EXTERNAL workers)."""
+    env = dict(os.environ if env is None else env)
+    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+    env["PYTHONPATH"] = REPO_ROOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env.setdefault("TF_USE_LEGACY_KERAS", "1")
+    return env
+
+
+def serve_workers(port: int = 0, port_file: Optional[str] = None) -> None:
+    """Beam's SDK worker pool (a process a worker) on 127.0.0.1:`port` (0: a free one, written to
+    `port_file`), until killed. Started here, not by `worker_pool_main`, which listens on every interface."""
+    import time
+
+    import grpc
+    from apache_beam.portability.api import beam_fn_api_pb2_grpc
+    from apache_beam.runners.worker.worker_pool_main import BeamFnExternalWorkerPoolServicer
+    from apache_beam.utils import thread_pool_executor
+
+    os.environ.update(worker_env())
+    pool = BeamFnExternalWorkerPoolServicer(use_process=True, data_buffer_time_limit_ms=-1)
+    server = grpc.server(thread_pool_executor.shared_unbounded_instance(),  # as worker_pool_main's
+                         options=[("grpc.http2.max_pings_without_data", 0), ("grpc.http2.max_ping_strikes", 0)])
+    beam_fn_api_pb2_grpc.add_BeamFnExternalWorkerPoolServicer_to_server(pool, server)
+    bound = server.add_insecure_port(f"127.0.0.1:{port}")
+    server.start()
+    if port_file:
+        with open(port_file + ".tmp", "w") as f:
+            f.write(str(bound))
+        os.replace(port_file + ".tmp", port_file)
+    print(f"Python SDK worker pool on 127.0.0.1:{bound}", flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    finally:
+        server.stop(0)
+
+
+def beam_args(jar: str, pool_port: int, parallelism: int = 2, flink_master: str = "[local]") -> List[str]:
+    """The beam_args that run every Beam component on Flink with the pool's workers."""
+    return ["--runner=FlinkRunner", f"--flink_master={flink_master}", f"--flink_job_server_jar={jar}",
+            f"--parallelism={parallelism}", "--environment_type=EXTERNAL",
+            f"--environment_config=127.0.0.1:{pool_port}"]
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m pipeline.flink", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    f = sub.add_parser("fetch", help="fetch the job server's jars (cached) and print its jar's path")
+    f.add_argument("--cache", default=None, help=f"default ${ENV_CACHE} or ~/.cache/tfx-audio")
+    f.add_argument("--beam-version", default=BEAM_VERSION)
+    f.add_argument("--flink-version", default=FLINK_VERSION)
+    f.add_argument("--write-lock", action="store_true", help=f"rewrite {os.path.basename(LOCK)} from what Maven resolves")
+    w = sub.add_parser("workers", help="run the Python SDK worker pool in the foreground")
+    w.add_argument("--port", type=int, default=50000, help="0: a free port")
+    w.add_argument("--port-file", default=None, help="where to write the port once listening")
+    g = sub.add_parser("flags", help="print the beam_args for --set (fetching the jar if needed)")
+    g.add_argument("--port", type=int, default=50000)
+    g.add_argument("--parallelism", type=int, default=2)
+    g.add_argument("--flink-master", default="[local]")
+    args = parser.parse_args(argv)
+    if args.command == "fetch":
+        print(fetch(args.cache, args.beam_version, args.flink_version, args.write_lock))
+    elif args.command == "workers":
+        serve_workers(args.port, args.port_file)
+    else:
+        flags = beam_args(fetch(), args.port, args.parallelism, args.flink_master)
+        print("[" + ",".join(f'"{flag}"' for flag in flags) + "]")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

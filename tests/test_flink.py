@@ -1,0 +1,268 @@
+"""The pipeline's Beam components on Beam's FlinkRunner: an embedded Flink (parallelism 2) in the job
+server that pipeline/flink.py fetches from Maven Central by a pinned version, Python workers in a pool
+this test starts, everything on 127.0.0.1. A small pipeline runs whole under LocalDagRunner; then each
+Beam component's execution (WavExampleGen, StatisticsGen, Transform, Evaluator) is replayed from ML
+Metadata with TFX's own executor on the DirectRunner, on the very same input artifacts and exec
+properties, and every output is compared with the Flink run's."""
+import glob
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import unittest
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from pipeline import flink
+from pipeline.outcome import ExitCode
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BEAM_NODES = ("WavExampleGen", "StatisticsGen", "Transform", "Evaluator")
+RUN_TIMEOUT_S = 1200  # the run takes about 5 minutes on 2 cores; a stuck worker must not hang CI
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("java") is None or shutil.which("mvn") is None,
+    reason="Beam's Flink job server needs Java 17 and Maven (mvn) to fetch it")
+
+
+@pytest.fixture(scope="module")
+def job_server_jar():
+    return flink.fetch()
+
+
+@pytest.fixture(scope="module")
+def worker_pool(tmp_path_factory):
+    port_file = str(tmp_path_factory.mktemp("pool") / "port")
+    pool = subprocess.Popen([sys.executable, "-m", "pipeline.flink", "workers", "--port", "0", "--port-file", port_file],
+                            cwd=REPO, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not os.path.exists(port_file):
+            assert pool.poll() is None, f"the worker pool exited with {pool.returncode}"
+            assert time.monotonic() < deadline, "the worker pool did not start listening in 120 s"
+            time.sleep(0.5)
+        with open(port_file) as f:
+            yield int(f.read())
+    finally:
+        os.killpg(pool.pid, signal.SIGTERM)  # the pool and the workers it started
+        try:
+            pool.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(pool.pid, signal.SIGKILL)
+
+
+def test_worker_pool_listens_on_loopback_only(worker_pool):
+    import socket
+
+    with socket.create_connection(("127.0.0.1", worker_pool), timeout=5):
+        pass
+    listening = subprocess.run(["ss", "-ltnH", f"sport = :{worker_pool}"], capture_output=True, text=True).stdout
+    assert "127.0.0.1" in listening and "*:" + str(worker_pool) not in listening.replace("*:*", ""), listening
+
+
+def test_a_jar_that_differs_from_the_lock_is_named(tmp_path):
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    (lib / "a.jar").write_bytes(b"a")
+    (lib / "extra.jar").write_bytes(b"x")
+    pins = {"a.jar": "0" * 64, "gone.jar": "1" * 64}
+    with pytest.raises(RuntimeError) as error:
+        flink.check_jars(str(lib), pins)
+    message = str(error.value)
+    assert "a.jar: sha256 ca978112" in message and "gone.jar: in the lock, not fetched" in message
+    assert "extra.jar: fetched, not in the lock" in message
+    flink.check_jars(str(lib), {"a.jar": flink._sha256(str(lib / "a.jar")),
+                                "extra.jar": flink._sha256(str(lib / "extra.jar"))})  # a match passes
+
+
+def test_the_job_server_jar_names_every_locked_jar_in_its_manifest(job_server_jar):
+    import zipfile
+
+    with zipfile.ZipFile(job_server_jar) as z:
+        manifest = z.read("META-INF/MANIFEST.MF").decode()
+    assert all(len(line.encode()) <= 72 for line in manifest.split("\r\n"))
+    joined = manifest.replace("\r\n ", "")  # continuation lines
+    assert f"Main-Class: {flink.MAIN_CLASS}" in joined
+    class_path = joined.split("Class-Path: ", 1)[1].split("\r\n", 1)[0].split()
+    assert sorted(os.path.basename(p) for p in class_path) == sorted(flink.read_lock())
+    assert all(os.path.isfile(os.path.join(os.path.dirname(job_server_jar), p)) for p in class_path)
+
+
+def _store(output_dir):
+    from ml_metadata import metadata_store
+    from ml_metadata.proto import metadata_store_pb2
+
+    connection = metadata_store_pb2.ConnectionConfig()
+    connection.sqlite.filename_uri = os.path.join(output_dir, "metadata.sqlite")
+    connection.sqlite.connection_mode = metadata_store_pb2.SqliteMetadataSourceConfig.READONLY
+    return metadata_store.MetadataStore(connection)
+
+
+def _execution(store, node):
+    """The node's latest execution, its input artifacts and its output artifacts (key -> list)."""
+    from ml_metadata.proto import metadata_store_pb2
+    from tfx.types import artifact_utils
+
+    executions = [e for e in store.get_executions()
+                  if store.get_execution_types_by_id([e.type_id])[0].name.endswith("." + node)
+                  and e.last_known_state == metadata_store_pb2.Execution.COMPLETE]
+    assert executions, f"no completed {node} execution in ML Metadata"
+    execution = max(executions, key=lambda e: e.id)
+    events = store.get_events_by_execution_ids([execution.id])
+    artifacts = {a.id: a for a in store.get_artifacts_by_id([e.artifact_id for e in events])}
+    types = {t.id: t for t in store.get_artifact_types_by_id(list({a.type_id for a in artifacts.values()}))}
+    sides = {"inputs": {}, "outputs": {}}
+    for event in sorted(events, key=lambda e: [s.index for s in e.path.steps if s.HasField("index")]):
+        side = "inputs" if event.type == metadata_store_pb2.Event.INPUT else "outputs"
+        key = next(s.key for s in event.path.steps if s.HasField("key"))
+        artifact = artifacts[event.artifact_id]
+        sides[side].setdefault(key, []).append(artifact_utils.deserialize_artifact(types[artifact.type_id], artifact))
+    properties = {}
+    for name, value in execution.custom_properties.items():
+        kind = value.WhichOneof("value")
+        properties[name] = getattr(value, kind)
+    return sides["inputs"], sides["outputs"], properties
+
+
+def _replay_on_direct_runner(node, inputs, outputs, properties, root):
+    """TFX's executor of `node` on the DirectRunner, into fresh artifacts of the Flink run's output types."""
+    from tfx import v1 as tfx
+    from tfx.dsl.components.base import base_beam_executor
+
+    from components.ingest.component import WavExampleGen
+
+    component = {"WavExampleGen": WavExampleGen, "StatisticsGen": tfx.components.StatisticsGen,
+                 "Transform": tfx.components.Transform, "Evaluator": tfx.components.Evaluator}[node]
+    fresh = {}
+    for key, artifacts in outputs.items():
+        fresh[key] = []
+        for i, artifact in enumerate(artifacts):
+            copy = type(artifact)()
+            copy.uri = os.path.join(root, node, key, str(i))
+            os.makedirs(copy.uri, exist_ok=True)
+            fresh[key].append(copy)
+    context = base_beam_executor.BaseBeamExecutor.Context(
+        beam_pipeline_args=["--runner=DirectRunner", "--direct_running_mode=in_memory",
+                            f"--setup_file={REPO}/setup.py"],
+        tmp_dir=os.path.join(root, node, ".temp") + "/", unique_id=node)
+    component.EXECUTOR_SPEC.executor_class(context).Do(inputs, fresh, properties)
+    return fresh
+
+
+def _records(uri, split):
+    from components.training import input_pipeline
+
+    return sorted(tf.train.Example.FromString(r.numpy()).SerializeToString(deterministic=True)
+                  for r in input_pipeline.records([os.path.join(uri, f"Split-{split}", "*")]))
+
+
+def _statistics(uri, split):
+    from tensorflow_metadata.proto.v0 import statistics_pb2
+
+    (path,) = glob.glob(os.path.join(uri, f"Split-{split}", "FeatureStats.pb"))
+    with open(path, "rb") as f:
+        return statistics_pb2.DatasetFeatureStatisticsList.FromString(f.read())
+
+
+def _transformed(graph_uri, serialized):
+    import tensorflow_transform as tft
+
+    output = tft.TFTransformOutput(graph_uri)
+    raw = tf.io.parse_example(serialized, output.raw_feature_spec())
+    return {name: value.numpy() for name, value in output.transform_raw_features(raw).items()}
+
+
+def _metrics(evaluation_uri):
+    import tensorflow_model_analysis as tfma
+
+    out = {}
+    for for_slice in tfma.load_metrics(evaluation_uri):
+        for key in for_slice.metric_keys_and_values:
+            value = key.value
+            kind = value.WhichOneof("type")
+            number = value.double_value.value if kind == "double_value" else None
+            out[(str(for_slice.slice_key), key.key.SerializeToString(deterministic=True))] = (
+                number if number is not None else value.SerializeToString(deterministic=True))
+    return out
+
+
+@pytest.mark.e2e
+def test_the_beam_components_on_flink_give_the_direct_runners_outputs(job_server_jar, worker_pool, tmp_path):
+    from pipeline.datagen import keywords
+
+    keywords.generate(str(tmp_path / "audio"), str(tmp_path / "noise"), num_speakers=8,
+                      words=keywords.WORDS[:4], noisy_per_clean=1, seed=3)
+    beam_args = flink.beam_args(job_server_jar, worker_pool, parallelism=2)
+    output_dir = tmp_path / "out"
+    overrides = [f"data.input_base={tmp_path / 'audio'}", f"output_dir={output_dir}", "name=flink",
+                 "data.split_buckets={train: 6, eval: 2, test: 2}", "trainer.epochs=1",
+                 "trainer.background.probability=0.0", "evaluator.min_accuracy=0.0",
+                 "evaluator.min_si_snr_improvement_db=-100.0",
+                 "beam_args=[" + ", ".join(f'"{flag}"' for flag in beam_args) + "]"]
+    command = [sys.executable, "-m", "pipeline.cli", "run", "--config", "pipeline/configs/demo.yaml",
+               *[f"--set={o}" for o in overrides]]
+    run = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+    assert run.returncode == ExitCode.OK, run.stdout[-4000:] + run.stderr[-4000:]
+
+    store = _store(str(output_dir))
+    replay = str(tmp_path / "replay")
+    executions = {node: _execution(store, node) for node in BEAM_NODES}
+
+    # WavExampleGen: the same examples in every split (Flink writes them in another order and shards).
+    inputs, outputs, properties = executions["WavExampleGen"]
+    direct = _replay_on_direct_runner("WavExampleGen", inputs, outputs, properties, replay)
+    on_flink = outputs["examples"][0]
+    splits = ("train", "eval", "test")
+    for split in splits:
+        flink_records = _records(on_flink.uri, split)
+        assert flink_records, split
+        assert flink_records == _records(direct["examples"][0].uri, split), split
+    for key in set(outputs) - {"examples"}:  # rejects and the like: the same files, the same bytes
+        for ours, theirs in zip(outputs[key], direct[key]):
+            names = sorted(os.listdir(ours.uri))
+            assert names == sorted(os.listdir(theirs.uri)), key
+            for name in names:
+                path = os.path.join(ours.uri, name)
+                if os.path.isfile(path):
+                    with open(path, "rb") as a, open(os.path.join(theirs.uri, name), "rb") as b:
+                        assert a.read() == b.read(), (key, name)
+
+    # StatisticsGen: equal protos; sums of floats may differ in the last digit with another order.
+    from tensorflow.python.util.protobuf import compare
+
+    inputs, outputs, properties = executions["StatisticsGen"]
+    direct = _replay_on_direct_runner("StatisticsGen", inputs, outputs, properties, replay)
+    checker = unittest.TestCase()
+    checker.maxDiff = None
+    for split in splits:
+        compare.assertProtoEqual(checker, _statistics(outputs["statistics"][0].uri, split),
+                                 _statistics(direct["statistics"][0].uri, split), relative_tolerance=1e-9)
+
+    # Transform (analysis only, as in the pipeline): both graphs give the same features for the same records.
+    inputs, outputs, properties = executions["Transform"]
+    direct = _replay_on_direct_runner("Transform", inputs, outputs, properties, replay)
+    serialized = tf.constant(_records(on_flink.uri, "test"))
+    ours = _transformed(outputs["transform_graph"][0].uri, serialized)
+    theirs = _transformed(direct["transform_graph"][0].uri, serialized)
+    assert sorted(ours) == sorted(theirs)
+    for name in ours:
+        if ours[name].dtype == object:  # strings
+            np.testing.assert_array_equal(ours[name], theirs[name], err_msg=name)
+        else:  # float32 means and variances summed in another order: equal to about 1e-6
+            np.testing.assert_allclose(ours[name], theirs[name], rtol=1e-5, atol=1e-5, err_msg=name)
+
+    # Evaluator: the same metrics in every slice, the same blessing, on the Flink run's model.
+    inputs, outputs, properties = executions["Evaluator"]
+    direct = _replay_on_direct_runner("Evaluator", inputs, outputs, properties, replay)
+    ours, theirs = _metrics(outputs["evaluation"][0].uri), _metrics(direct["evaluation"][0].uri)
+    assert ours and sorted(ours) == sorted(theirs)
+    for key, value in ours.items():
+        if isinstance(value, float):
+            assert value == pytest.approx(theirs[key], rel=1e-6, abs=1e-9), key
+        else:
+            assert value == theirs[key], key
+    assert sorted(os.listdir(outputs["blessing"][0].uri)) == sorted(os.listdir(direct["blessing"][0].uri))
