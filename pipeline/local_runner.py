@@ -28,7 +28,7 @@ _DEPENDENCY_OPTIONS = ("extra_packages", "setup_file", "requirements_file", "wor
 
 def workers_share_this_environment(options: dict) -> bool:
     """True on the DirectRunner, and on a portable runner (Flink, Spark) whose Python workers are this
-    installation's: an EXTERNAL pool (pipeline/flink.py) or LOOPBACK. Those install nothing staged."""
+    installation's: an EXTERNAL pool (pipeline/job_servers.py) or LOOPBACK. Those install nothing staged."""
     runner = (options.get("runner") or "DirectRunner").lower()
     return runner in ("directrunner", "direct") or (options.get("environment_type") or "").upper() in (
         "EXTERNAL", "LOOPBACK")

@@ -69,7 +69,7 @@ def test_local_runs_name_the_project_setup_file_so_tfx_builds_no_package_before_
     for given in (["--runner=DataflowRunner"], ["--runner", "FlinkRunner"], ["--requirements_file=r.txt"],
                   ["--sdk_container_image=img"]):
         assert local_beam_args(load_config(None, [f"beam_args=[{', '.join(given)}]"])) == given
-    # Flink with a pool of this installation's workers (pipeline/flink.py) installs nothing either.
+    # Flink with a pool of this installation's workers (pipeline/job_servers.py) installs nothing either.
     pool = ["--runner=FlinkRunner", "--environment_type=EXTERNAL", "--environment_config=127.0.0.1:50000"]
     args = local_beam_args(load_config(None, [f"beam_args=[{', '.join(pool)}]"]))
     assert args[:3] == pool and args[-1] == f"--setup_file={REPO_ROOT}/setup.py"

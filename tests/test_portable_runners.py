@@ -1,5 +1,5 @@
 """The pipeline's Beam components on Beam's FlinkRunner: an embedded Flink (parallelism 2) in the job
-server that pipeline/flink.py fetches from Maven Central by a pinned version, Python workers in a pool
+server that pipeline/job_servers.py fetches from Maven Central by a pinned version, Python workers in a pool
 this test starts, everything on 127.0.0.1. A small pipeline runs whole under LocalDagRunner; then each
 Beam component's execution (WavExampleGen, StatisticsGen, Transform, Evaluator) is replayed from ML
 Metadata with TFX's own executor on the DirectRunner, on the very same input artifacts and exec
@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from pipeline import flink
+from pipeline import job_servers
 from pipeline.outcome import ExitCode
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -31,14 +31,14 @@ pytestmark = pytest.mark.skipif(
 
 @pytest.fixture(scope="module")
 def job_server_jar():
-    return flink.fetch()
+    return job_servers.fetch("flink")
 
 
 @pytest.fixture(scope="module")
 def worker_pool(tmp_path_factory):
     port_file = str(tmp_path_factory.mktemp("pool") / "port")
-    pool = subprocess.Popen([sys.executable, "-m", "pipeline.flink", "workers", "--port", "0", "--port-file", port_file],
-                            cwd=REPO, start_new_session=True)
+    pool = subprocess.Popen([sys.executable, "-m", "pipeline.job_servers", "workers", "--port", "0",
+                             "--port-file", port_file], cwd=REPO, start_new_session=True)
     try:
         deadline = time.monotonic() + 120
         while not os.path.exists(port_file):
@@ -71,25 +71,40 @@ def test_a_jar_that_differs_from_the_lock_is_named(tmp_path):
     (lib / "extra.jar").write_bytes(b"x")
     pins = {"a.jar": "0" * 64, "gone.jar": "1" * 64}
     with pytest.raises(RuntimeError) as error:
-        flink.check_jars(str(lib), pins)
+        job_servers.check_jars(str(lib), pins)
     message = str(error.value)
     assert "a.jar: sha256 ca978112" in message and "gone.jar: in the lock, not fetched" in message
     assert "extra.jar: fetched, not in the lock" in message
-    flink.check_jars(str(lib), {"a.jar": flink._sha256(str(lib / "a.jar")),
-                                "extra.jar": flink._sha256(str(lib / "extra.jar"))})  # a match passes
+    job_servers.check_jars(str(lib), {"a.jar": job_servers._sha256(str(lib / "a.jar")),
+                                "extra.jar": job_servers._sha256(str(lib / "extra.jar"))})  # a match passes
 
 
 def test_the_job_server_jar_names_every_locked_jar_in_its_manifest(job_server_jar):
     import zipfile
 
+    server = job_servers.RUNNERS["flink"]
     with zipfile.ZipFile(job_server_jar) as z:
         manifest = z.read("META-INF/MANIFEST.MF").decode()
     assert all(len(line.encode()) <= 72 for line in manifest.split("\r\n"))
     joined = manifest.replace("\r\n ", "")  # continuation lines
-    assert f"Main-Class: {flink.MAIN_CLASS}" in joined
+    assert f"Main-Class: {server.main_class}" in joined
     class_path = joined.split("Class-Path: ", 1)[1].split("\r\n", 1)[0].split()
-    assert sorted(os.path.basename(p) for p in class_path) == sorted(flink.read_lock())
+    assert sorted(os.path.basename(p) for p in class_path) == sorted(job_servers.read_lock(server.lock()))
     assert all(os.path.isfile(os.path.join(os.path.dirname(job_server_jar), p)) for p in class_path)
+
+
+def test_sparks_job_server_starts_from_its_jar_and_runs_a_pipeline_on_the_pool(worker_pool):
+    """Spark 3.2 on Java 17 needs the JDK's internals opened: the jar's manifest says so (Add-Opens), and
+    Beam's SparkRunner starts it with `java -jar`. A grouping pipeline on local[2] with the pool's workers."""
+    import apache_beam as beam
+    from apache_beam.options.pipeline_options import PipelineOptions
+    from apache_beam.testing.util import assert_that, equal_to
+
+    jar = job_servers.fetch("spark")
+    options = PipelineOptions(job_servers.beam_args("spark", jar, worker_pool, parallelism=2))
+    with beam.Pipeline(options=options) as p:
+        sums = p | beam.Create(range(100)) | beam.Map(lambda x: (x % 3, x)) | beam.CombinePerKey(sum)
+        assert_that(sums, equal_to([(0, 1683), (1, 1617), (2, 1650)]))
 
 
 def _store(output_dir):
@@ -196,7 +211,7 @@ def test_the_beam_components_on_flink_give_the_direct_runners_outputs(job_server
 
     keywords.generate(str(tmp_path / "audio"), str(tmp_path / "noise"), num_speakers=8,
                       words=keywords.WORDS[:4], noisy_per_clean=1, seed=3)
-    beam_args = flink.beam_args(job_server_jar, worker_pool, parallelism=2)
+    beam_args = job_servers.beam_args("flink", job_server_jar, worker_pool, parallelism=2)
     output_dir = tmp_path / "out"
     overrides = [f"data.input_base={tmp_path / 'audio'}", f"output_dir={output_dir}", "name=flink",
                  "data.split_buckets={train: 6, eval: 2, test: 2}", "trainer.epochs=1",
