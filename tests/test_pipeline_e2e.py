@@ -135,6 +135,7 @@ def test_pipeline_resumes_after_a_crash_trains_blesses_pushes_and_refuses_a_brok
                  f"evaluator.heldout_base={heldout}",
                  "data.split_buckets={train: 6, eval: 2, test: 2}", "trainer.epochs=30",
                  "trainer.checkpoint_every_steps=20",
+                 "trainer.cache=disk",  # the crashed run's featurized examples, adopted by the resumed one
                  "trainer.vtlp.probability=0.0",  # the thresholds' calibration; tests/test_vtlp.py covers VTLP
                  f"evaluator.min_accuracy={MIN_ACCURACY}", f"evaluator.min_si_snr_improvement_db={MIN_SI_SNRI}",
                  "beam_args=[]", *JOINT_RECIPE]
@@ -154,6 +155,9 @@ def test_pipeline_resumes_after_a_crash_trains_blesses_pushes_and_refuses_a_brok
     with open(os.path.join(first.artifacts["Trainer"]["model_run"][0].uri, resume.RESUMED_FILE)) as f:
         resumed = json.load(f)
     assert 0 < killed_at == resumed["step"], resumed
+    # The crashed run's disk cache moved to the resumed run, which deleted it when it finished.
+    model_runs = os.path.dirname(first.artifacts["Trainer"]["model_run"][0].uri.rstrip("/"))
+    assert len(os.listdir(model_runs)) >= 2 and not glob.glob(os.path.join(model_runs, "*", resume.CACHE_DIR))
     assert first.input_files == 192 and first.rejected == 0  # 4 words x 24 speakers x (clean + noisy)
     in_domain = {split: n for split, n in first.split_counts.items() if split != HELDOUT_SPLIT}
     assert sum(in_domain.values()) == 192 and all(in_domain.values())

@@ -286,29 +286,52 @@ def test_the_input_cache_is_chosen_by_size_and_changes_nothing_but_memory(transf
     tto = tft.TFTransformOutput(input_dict["transform_graph"][0].uri)
     cfg, cfg_features = _config().trainer, _config().features
     mb = 2 ** 20
-    auto = dataclasses.replace(cfg, cache="auto", cache_budget_mb=1)
+    auto = dataclasses.replace(cfg, cache="auto", cache_budget_mb=1, cache_disk_budget_mb=0)
     choice = input_pipeline.cache_choice
     assert choice(auto, mb // 10, input_pipeline.SplitSize(9, 1), input_pipeline.SplitSize(1, 1)) == "features"
     split = input_pipeline.SplitSize
     assert choice(auto, mb // 10 + 1, split(9, mb // 2), split(1, mb // 2)) == "records"
     assert choice(auto, mb, input_pipeline.SplitSize(9, mb // 2), input_pipeline.SplitSize(1, mb // 2 + 1)) == "none"
-    for forced in ("features", "records", "none"):
+    for forced in ("features", "disk", "records", "none"):
         assert choice(dataclasses.replace(auto, cache=forced), 9 * mb, input_pipeline.SplitSize(1, 9 * mb)) == forced
+    # Features past the memory budget go to disk when they fit its budget, before the records in memory.
+    on_disk = dataclasses.replace(auto, cache_disk_budget_mb=2)
+    assert choice(on_disk, mb // 5, split(9, 1), split(1, 1)) == "disk"
+    assert choice(on_disk, mb // 5 + 1, split(9, 1), split(1, 1)) == "records"
+    assert choice(auto, mb // 5, split(9, 1), split(1, 1)) == "records"  # 0 MB: never on disk
     per_example = input_pipeline.feature_bytes(tto, cfg)
     frames, bins = cfg_features.num_frames, cfg_features.num_mel_bins
     assert per_example == frames * bins * 4 + 8  # logmel_cnn: the float32 log-mel and the int64 label
 
+    disk = str(tmp_path / "cache" / "train")
+    disk_folder = str(tmp_path / "cache")
+
     def batches(cache):
-        ds = input_pipeline.make_dataset(fn_args.train_files, tto, 5, cfg, training=True, cache=cache)
+        ds = input_pipeline.make_dataset(fn_args.train_files, tto, 5, cfg, training=True, cache=cache,
+                                         cache_path=disk)
         return [(x[features.LOG_MEL].numpy(), y[features.LABEL_ID].numpy()) for x, y in ds.take(12)]
 
     uncached = batches("none")
-    for cache in ("records", "features"):
+    written = None
+    # 12 batches of 5 cross the first epoch's end: the disk cache is written whole, then read.
+    assert 12 * 5 > input_pipeline.split_size(fn_args.train_files).examples
+    for cache in ("records", "features", "disk", "disk"):  # the second disk run reads the first one's files
+        whole_before = cache == "disk" and input_pipeline.prepare_disk_cache(disk)
         for (mel, label), (cached_mel, cached_label) in zip(uncached, batches(cache), strict=True):
             # Same examples, order and masks; the float sums may round apart between modes.
             np.testing.assert_allclose(cached_mel, mel, rtol=0, atol=1e-4)  # unit-scale features
             np.testing.assert_array_equal(cached_mel == 0, mel == 0)
             np.testing.assert_array_equal(cached_label, label)
+        if cache == "disk":
+            assert input_pipeline.prepare_disk_cache(disk), "the first epoch wrote the cache whole"
+            files = {name: os.stat(os.path.join(disk_folder, name)).st_mtime_ns for name in os.listdir(disk_folder)}
+            if whole_before:  # read, not written again: the first run's files, untouched
+                assert files == written
+            written = files
+    # A run killed while writing leaves a lock file: the next one deletes the part and writes anew.
+    open(disk + ".lockfile", "w").close()
+    assert not input_pipeline.prepare_disk_cache(disk)
+    assert os.listdir(disk_folder) == []
 
     # The split sizes the ExampleGen recorded are those of its files; files from elsewhere are counted.
     recorded = input_pipeline.split_size(fn_args.train_files)

@@ -195,11 +195,16 @@ class TrainerConfig:
               "split's serialized records (their mean size: a 10-s noisy/clean pair is 0.64 MB, so 256 MB is "
               "400 of them; a 1-s keyword 32 kB, so the example count caps it first).")
     shuffle_buffer_mb: PositiveInt = setting(256, "the shuffle buffer's cap in MB of serialized records")
-    cache: Literal["auto", "features", "records", "none"] = setting(
-        "auto", "What the Trainer keeps in memory across epochs. auto: the featurized examples when they fit "
-                "cache_budget_mb, else the serialized records when they fit, else nothing (the files are read "
-                "and featurized every epoch); features | records | none force one.")
+    cache: Literal["auto", "features", "disk", "records", "none"] = setting(
+        "auto", "What the Trainer keeps across epochs. auto: the featurized examples in memory when they fit "
+                "cache_budget_mb, else in files under the Trainer's run directory when they fit "
+                "cache_disk_budget_mb (disk: written in the first epoch, read after; a resumed run reuses a "
+                "crashed run's, a finished run deletes them), else the serialized records in memory when they "
+                "fit cache_budget_mb, else nothing (the files are read and featurized every epoch); "
+                "features | disk | records | none force one.")
     cache_budget_mb: PositiveInt = setting(2048, "the memory the input cache may use, MB")
+    cache_disk_budget_mb: Count = setting(
+        20480, "the disk the featurized examples may use under the Trainer's run directory, MB (0: never)")
     log_every_steps: PositiveInt = setting(20, "a progress line (loss, rate, input wait) every N optimizer steps")
     checkpoint_every_steps: PositiveInt = setting(
         100, "a checkpoint every N optimizer steps; a retried or rerun Trainer resumes from the newest")

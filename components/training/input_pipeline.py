@@ -7,11 +7,12 @@ WAV bytes: the compact form) and featurizes them batch by batch with the Transfo
 (`transform_features_layer`, the layer the exported model uses) in a parallel map
 (`num_parallel_calls=AUTOTUNE`). What stays in memory across epochs is decided by size
 (`cache_choice`): the featurized examples when they fit `trainer.cache_budget_mb` (later
-epochs only shuffle, batch and augment), else the serialized records when they fit, else
-nothing (every epoch reads and featurizes the files). Then a seeded shuffle per epoch in a
+epochs only shuffle, batch and augment), else the same in files under the Trainer's run
+directory when they fit `trainer.cache_disk_budget_mb`, else the serialized records when they
+fit in memory, else nothing (every epoch reads and featurizes the files). Then a seeded shuffle per epoch in a
 buffer capped in examples and in bytes (`shuffle_examples`), batches, SpecAugment on the
 training stream, prefetch. Memory holds at most the budget, the shuffle buffer and a few
-batches, not the corpus nor the clip length; disk holds no float copy of the audio.
+batches, not the corpus nor the clip length; disk holds a float copy only with the disk cache.
 
 Epoch sizes and the cache decision come from the split sizes the WAV ExampleGen
 records (`split_sizes`), not from a pass over the data.
@@ -106,19 +107,40 @@ def feature_bytes(tf_transform_output: tft.TFTransformOutput, cfg: TrainerConfig
 
 
 def cache_choice(cfg: TrainerConfig, per_example_features: int, *sizes: SplitSize) -> str:
-    """`trainer.cache`: what is kept in memory across epochs. auto: the featurized examples
-    (`per_example_features` bytes each) when the splits fit `trainer.cache_budget_mb`, else
-    their serialized records when those fit, else nothing."""
+    """`trainer.cache`: what is kept across epochs. auto: the featurized examples (`per_example_features`
+    bytes each) in memory when the splits fit `trainer.cache_budget_mb`, else on disk when they fit
+    `trainer.cache_disk_budget_mb`, else their serialized records in memory when those fit the memory
+    budget, else nothing."""
     budget = cfg.cache_budget_mb * 2 ** 20
     features_size = sum(s.examples for s in sizes) * per_example_features
     records_size = sum(s.bytes for s in sizes)
     choice = cfg.cache if cfg.cache != "auto" else (
-        "features" if features_size <= budget else "records" if records_size <= budget else "none")
-    logging.info("Trainer cache: %s (trainer.cache=%s; featurized %.0f MB, records %.0f MB, budget %d MB)",
-                 {"features": "the featurized examples", "records": "the serialized records",
+        "features" if features_size <= budget else
+        "disk" if features_size <= cfg.cache_disk_budget_mb * 2 ** 20 else
+        "records" if records_size <= budget else "none")
+    logging.info("Trainer cache: %s (trainer.cache=%s; featurized %.0f MB, records %.0f MB, budgets %d MB in "
+                 "memory, %d MB on disk)",
+                 {"features": "the featurized examples in memory", "disk": "the featurized examples on disk",
+                  "records": "the serialized records",
                   "none": "nothing, every epoch reads and featurizes the files"}[choice], cfg.cache,
-                 features_size / 2 ** 20, records_size / 2 ** 20, cfg.cache_budget_mb)
+                 features_size / 2 ** 20, records_size / 2 ** 20, cfg.cache_budget_mb, cfg.cache_disk_budget_mb)
     return choice
+
+
+def prepare_disk_cache(path: str) -> bool:
+    """Readies `path` (a tf.data file cache's prefix) for this run; True when a whole cache is there to
+    read. A cache is whole once its writer read its input to the end (tf.data then writes the index
+    and drops the lock file); a run killed while writing leaves a lock file and data without an index,
+    which tf.data would refuse ("a concurrent caching iterator"): they are deleted, and it is written anew."""
+    folder = os.path.dirname(path)
+    tf.io.gfile.makedirs(folder)
+    entries = [os.path.join(folder, name) for name in tf.io.gfile.listdir(folder)
+               if name.startswith(os.path.basename(path) + ".") or name.startswith(os.path.basename(path) + "_")]
+    whole = any(p.endswith(".index") for p in entries) and not any(".lockfile" in p for p in entries)
+    if not whole:
+        for entry in entries:
+            tf.io.gfile.remove(entry)
+    return whole
 
 
 def shuffle_examples(cfg: TrainerConfig, size: SplitSize) -> int:
@@ -132,13 +154,14 @@ def shuffle_examples(cfg: TrainerConfig, size: SplitSize) -> int:
 
 def make_dataset(file_patterns: Sequence[str], tf_transform_output: tft.TFTransformOutput, batch_size: int,
                  cfg: TrainerConfig, training: bool, start_step: int = 0, split: SplitSize | None = None,
-                 cache: str = "none") -> tf.data.Dataset:
+                 cache: str = "none", cache_path: str = "") -> tf.data.Dataset:
     """(features dict, targets dict) batches; SpecAugment (log-mel) on the training stream only.
     Targets: LABEL_ID, plus CLEAN_WAVEFORM and HAS_CLEAN when the denoiser is on.
 
     `cache` (`cache_choice`): "features" featurizes the split once, in file order, batch by
     batch in a parallel map, and keeps the featurized examples in memory, so later epochs
-    only shuffle, batch and augment; "records" keeps the serialized records and featurizes
+    only shuffle, batch and augment; "disk" does the same with the featurized examples in the files
+    `cache_path`.* (tf.data's file cache, `prepare_disk_cache`); "records" keeps the serialized records and featurizes
     every batch of every epoch; "none" reads the files every epoch too. The batches hold
     the same examples in the same order under the same masks whatever is cached (the
     featurized floats may round apart between modes, by about 1e-5).
@@ -150,8 +173,10 @@ def make_dataset(file_patterns: Sequence[str], tf_transform_output: tft.TFTransf
     an uninterrupted run reads at that step: same order, same masks. `split` (the split's
     examples per epoch, which place that batch, and its bytes, which size the shuffle buffer:
     `shuffle_examples`) is `split_size` when not given."""
-    if cache not in ("features", "records", "none"):
-        raise ValueError(f"cache {cache!r}: expected features, records or none")
+    if cache not in ("features", "disk", "records", "none"):
+        raise ValueError(f"cache {cache!r}: expected features, disk, records or none")
+    if cache == "disk" and not cache_path:
+        raise ValueError("cache 'disk' needs a cache_path")
     transform = transformer(tf_transform_output, cfg)
 
     def featurize(stream: tf.data.Dataset, fn) -> tf.data.Dataset:
@@ -160,9 +185,12 @@ def make_dataset(file_patterns: Sequence[str], tf_transform_output: tft.TFTransf
         return stream.batch(FEATURIZE_BATCH).map(fn, num_parallel_calls=tf.data.AUTOTUNE).unbatch()
 
     examples = records(file_patterns)
-    if cache == "features":
+    if cache in ("features", "disk"):
         examples = featurize(examples, transform)
-    if cache != "none":
+    if cache == "disk":
+        prepare_disk_cache(cache_path)
+        examples = examples.cache(cache_path)
+    elif cache != "none":
         examples = examples.cache()
     if training:
         split = split or split_size(file_patterns)
@@ -177,7 +205,7 @@ def make_dataset(file_patterns: Sequence[str], tf_transform_output: tft.TFTransf
         stream = training_stream(examples, buffer, cfg.seed, first_epoch, offset)
     else:
         stream = examples.map(lambda example: (tf.constant(0, tf.int64), tf.constant(0, tf.int64), example))
-    if cache != "features":  # (epoch, index, record) -> (epoch, index, features)
+    if cache not in ("features", "disk"):  # (epoch, index, record) -> (epoch, index, features)
         stream = featurize(stream, lambda epochs, indices, batch: (epochs, indices, transform(batch)))
     row_samples = tf_transform_output.transformed_feature_spec()[features.WAVEFORM].shape[0] if (
         training and (cfg.context.clips or cfg.background.probability)) else None

@@ -18,6 +18,7 @@ import tensorflow as tf
 KEY_FILE = "resume_key.txt"  # written when an execution starts training
 DONE_FILE = "training_done"  # written when it finished: nothing to resume from there
 RESUMED_FILE = "resumed_from.json"  # what this execution resumed from, for people and tests
+CACHE_DIR = "feature-cache"  # trainer.cache: disk (input_pipeline.prepare_disk_cache)
 
 
 def key(fn_args) -> str:
@@ -56,3 +57,14 @@ def mark(model_run_dir: str, name: str, content: str) -> None:
     tf.io.gfile.makedirs(model_run_dir)
     with tf.io.gfile.GFile(os.path.join(model_run_dir, name), "w") as f:
         f.write(content)
+
+
+def adopt_cache(restore_from: str, cache_dir: str) -> None:
+    """Moves the disk cache of the execution `restore_from` (a checkpoint of it) to `cache_dir`, this
+    execution's, when that is another execution's and this one has none yet: a resumed run reads the
+    featurized examples its crashed predecessor wrote (a part it left unfinished is written anew)."""
+    source = os.path.join(os.path.dirname(os.path.dirname(restore_from.rstrip("/"))), CACHE_DIR)
+    if source.rstrip("/") == cache_dir.rstrip("/") or not tf.io.gfile.isdir(source) or tf.io.gfile.exists(cache_dir):
+        return
+    tf.io.gfile.makedirs(os.path.dirname(cache_dir.rstrip("/")))
+    tf.io.gfile.rename(source, cache_dir)

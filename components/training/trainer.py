@@ -97,8 +97,9 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
     eval_size = input_pipeline.require_examples(fn_args.eval_files, "evaluation")
     feature_bytes = input_pipeline.feature_bytes(tf_transform_output, tcfg)
     cache = input_pipeline.cache_choice(tcfg, feature_bytes, train_size, eval_size)
+    cache_dir = os.path.join(fn_args.model_run_dir, resume.CACHE_DIR)  # trainer.cache: disk
     eval_ds = input_pipeline.make_dataset(fn_args.eval_files, tf_transform_output, tcfg.batch_size, tcfg,
-                                      training=False, cache=cache)
+                                      training=False, cache=cache, cache_path=os.path.join(cache_dir, "eval"))
     train_examples = train_size.examples
     steps_per_epoch = max(1, math.ceil(train_examples / global_batch))
     total_steps = steps_per_epoch * tcfg.epochs
@@ -120,6 +121,8 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
         # This execution's own checkpoints (a retry), else a crashed execution's of the same training.
         restore_from = manager.latest_checkpoint or resume.crashed_sibling(fn_args.model_run_dir, run_key)
         resume.mark(fn_args.model_run_dir, resume.KEY_FILE, run_key)
+        if cache == "disk" and restore_from:  # the crashed run's featurized examples, when it wrote them whole
+            resume.adopt_cache(restore_from, cache_dir)
         if restore_from:
             checkpoint.restore(restore_from).assert_existing_objects_matched()
             step = _number(optimizer.iterations, int)
@@ -131,7 +134,8 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
         # The data stream starts where the restored step left it (step 0 on a fresh run).
         train_ds = input_pipeline.make_dataset(fn_args.train_files, tf_transform_output, global_batch, tcfg,
                                            training=True, start_step=_number(optimizer.iterations, int),
-                                           split=train_size, cache=cache)
+                                           split=train_size, cache=cache,
+                                           cache_path=os.path.join(cache_dir, "train"))
         dist_ds = strategy.experimental_distribute_dataset(train_ds)
         train_step = training_loop.make_train_step(model, optimizer, strategy, dist_ds.element_spec,
                                                    tcfg.batch_size, tcfg.grad_accum_steps, tcfg)
@@ -147,6 +151,8 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
     if model.denoiser is not None:  # what trainer.denoiser.warm_start takes
         denoiser_weights.save(model.denoiser, fn_args.serving_model_dir)
     resume.mark(fn_args.model_run_dir, resume.DONE_FILE, "")
+    if tf.io.gfile.isdir(cache_dir):  # a finished run keeps no copy of its features
+        tf.io.gfile.rmtree(cache_dir)
     # The Evaluator and the Pusher run next in this process (LocalDagRunner): free the input
     # pipeline's buffers for them.
     del train_ds, dist_ds, eval_ds, evaluate, train_step, model, optimizer, checkpoint, manager
