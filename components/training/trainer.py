@@ -98,8 +98,6 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
     feature_bytes = input_pipeline.feature_bytes(tf_transform_output, tcfg)
     cache = input_pipeline.cache_choice(tcfg, feature_bytes, train_size, eval_size)
     cache_dir = os.path.join(fn_args.model_run_dir, resume.CACHE_DIR)  # trainer.cache: disk
-    eval_ds = input_pipeline.make_dataset(fn_args.eval_files, tf_transform_output, tcfg.batch_size, tcfg,
-                                      training=False, cache=cache, cache_path=os.path.join(cache_dir, "eval"))
     train_examples = train_size.examples
     steps_per_epoch = max(1, math.ceil(train_examples / global_batch))
     total_steps = steps_per_epoch * tcfg.epochs
@@ -121,8 +119,10 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
         # This execution's own checkpoints (a retry), else a crashed execution's of the same training.
         restore_from = manager.latest_checkpoint or resume.crashed_sibling(fn_args.model_run_dir, run_key)
         resume.mark(fn_args.model_run_dir, resume.KEY_FILE, run_key)
-        if cache == "disk" and restore_from:  # the crashed run's featurized examples, when it wrote them whole
+        if cache == "disk" and restore_from:  # the crashed run's featurized examples (before this run's start)
             resume.adopt_cache(restore_from, cache_dir)
+        eval_ds = input_pipeline.make_dataset(fn_args.eval_files, tf_transform_output, tcfg.batch_size, tcfg,
+                                          training=False, cache=cache, cache_path=os.path.join(cache_dir, "eval"))
         if restore_from:
             checkpoint.restore(restore_from).assert_existing_objects_matched()
             step = _number(optimizer.iterations, int)
