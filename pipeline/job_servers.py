@@ -223,7 +223,9 @@ def serve_workers(port: int = 0, port_file: Optional[str] = None) -> None:
 def beam_args(runner: str, jar: str, pool_port: int, parallelism: int = 2, master: str = "") -> List[str]:
     """The beam_args that run every Beam component on `runner` with the pool's workers; `master`: a
     cluster (default: Flink's embedded `[local]`, Spark's `local[<parallelism>]`)."""
-    common = ["--environment_type=EXTERNAL", f"--environment_config=127.0.0.1:{pool_port}"]
+    # Beam waits 60 s for the job server to answer (`channel_ready_future`) by default; a job server
+    # starting on a busy machine, or Spark's busy with a stage, can take longer.
+    common = ["--environment_type=EXTERNAL", f"--environment_config=127.0.0.1:{pool_port}", "--job_server_timeout=300"]
     if runner == "flink":
         return ["--runner=FlinkRunner", f"--flink_master={master or '[local]'}", f"--flink_job_server_jar={jar}",
                 f"--parallelism={parallelism}", *common]
