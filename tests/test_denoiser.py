@@ -8,7 +8,7 @@ import tf_keras as keras
 
 from components.audio.snr import si_snr_db
 from components.config import DenoiserConfig
-from components.models.denoiser import Denoiser, multi_resolution_stft_loss, si_snr
+from components.models.denoiser import Denoiser, hybrid_loss, multi_resolution_stft_loss, si_snr
 
 
 @pytest.fixture(autouse=True)
@@ -66,6 +66,39 @@ def test_multi_resolution_stft_loss_is_zero_for_the_reference_and_reads_only_val
     # Twice as loud: spectral convergence 1 and log distance ln 2 at every resolution.
     np.testing.assert_allclose(louder, 1.0 + np.log(2.0), rtol=2e-2)
     assert (noisier > 0.3).all()
+
+
+def _numpy_hybrid(reference, estimate, fft_length=512, frame_step=256, compress=0.3):
+    """GTCRN's hybrid loss for one fully valid signal, from numpy's FFT and a periodic Hann window."""
+    window = 0.5 - 0.5 * np.cos(2 * np.pi * np.arange(fft_length) / fft_length)
+
+    def compressed(x):
+        frames = -(-len(x) // frame_step)
+        x = np.pad(x, (0, (frames - 1) * frame_step + fft_length - len(x)))
+        spectrum = np.stack([np.fft.rfft(x[i * frame_step:i * frame_step + fft_length] * window)
+                             for i in range(frames)])
+        magnitude = np.sqrt(np.abs(spectrum) ** 2 + 1e-12)
+        return spectrum * magnitude ** (compress - 1.0), magnitude ** compress
+
+    (ref, ref_mag), (est, est_mag) = compressed(reference), compressed(estimate)
+    spectral = 30 * (np.mean((ref.real - est.real) ** 2) + np.mean((ref.imag - est.imag) ** 2)) + (
+        70 * np.mean((ref_mag - est_mag) ** 2))
+    return spectral - si_snr_db(reference, estimate) / 10
+
+
+def test_hybrid_loss_matches_a_numpy_reading_of_gtcrn_and_reads_only_valid_samples():
+    rng = np.random.default_rng(5)
+    reference = 0.1 * rng.standard_normal((2, 8000)).astype(np.float32)
+    estimate = (0.8 * reference + 0.02 * rng.standard_normal((2, 8000))).astype(np.float32)
+    padded = estimate.copy()
+    padded[1, 5000:] = 50.0  # past the valid samples: ignored
+    ours = hybrid_loss(reference, padded, tf.sequence_mask([8000, 5000], 8000)).numpy()
+    assert ours[0] == pytest.approx(_numpy_hybrid(reference[0], estimate[0]), rel=1e-3)
+    assert ours[1] == pytest.approx(_numpy_hybrid(reference[1, :5000], estimate[1, :5000]), rel=1e-3)
+    # Unlike SI-SNR it sees the level: twice as loud costs more than the reference itself.
+    valid = tf.ones_like(reference)
+    assert (hybrid_loss(reference, 2 * reference, valid).numpy() > hybrid_loss(reference, reference, valid).numpy()
+            + 1.0).all()
 
 
 def test_runs_under_mixed_float16_with_float32_audio_out():

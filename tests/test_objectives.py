@@ -19,7 +19,7 @@ from components.config import (
     TrainerConfig,
     load_config,
 )
-from components.models.denoiser import multi_resolution_stft_loss
+from components.models.denoiser import hybrid_loss, multi_resolution_stft_loss
 from components.models.model import build_model, input_keys
 from components.training import loop
 
@@ -83,6 +83,18 @@ def test_the_stft_loss_weight_adds_the_multi_resolution_stft_loss_of_referenced_
     stft = multi_resolution_stft_loss(y[features.CLEAN_WAVEFORM], outputs[features.OUT_ENHANCED], valid).numpy()
     assert stft[:2].min() > 0.1  # a term that moves the loss
     assert float(with_stft - without) == pytest.approx(0.5 * 2.0 * stft[:2].sum() / 2, rel=1e-4)
+
+
+def test_the_hybrid_loss_replaces_negative_si_snr_on_referenced_examples():
+    tf.random.set_seed(0)
+    cfg = _cfg("denoise", denoise_loss="hybrid")
+    model = build_model(cfg, FEATS, 3)
+    x, y = _batch()
+    outputs = model(x, training=False)
+    loss = loop.make_loss(cfg)(outputs, x, y, 3.0, 2.0)[0]
+    valid = tf.sequence_mask(x[features.NUM_SAMPLES], FEATS.num_samples)
+    hybrid = hybrid_loss(y[features.CLEAN_WAVEFORM], outputs[features.OUT_ENHANCED], valid).numpy()
+    assert float(loss) == pytest.approx(hybrid[:2].sum() / 2, rel=1e-4)
 
 
 def test_multi_second_sequences_add_their_weighted_negative_si_snr_per_sequence():

@@ -215,9 +215,11 @@ class TrainerConfig:
         "classify", "classify: cross-entropy; denoise: -SI-SNR only (classifier untouched); joint: cross- "
                     "entropy + denoise_weight * -SI-SNR. SI-SNR counts only examples with a clean reference.")
     denoise_weight: NonNegative = setting(1.0, "the lambda of the joint objective")
-    denoise_loss: Literal["si_snr", "snr"] = setting(
-        "si_snr", "the denoising term's measure: si_snr (scale-invariant: the output's level is free) or snr "
-                  "(DTLN's negative SNR: the output keeps the reference's level)")
+    denoise_loss: Literal["si_snr", "snr", "hybrid"] = setting(
+        "si_snr", "the denoising term's measure: si_snr (scale-invariant: the output's level is free), snr "
+                  "(DTLN's negative SNR: the output keeps the reference's level) or hybrid (GTCRN's: power-law "
+                  "compressed spectra's squared error, 30 x real and imaginary + 70 x magnitude, minus SI-SNR "
+                  "in bels)")
     stft_loss_weight: NonNegative = setting(
         0.0, "The denoising term is -SI-SNR + stft_loss_weight x the multi-resolution STFT loss (spectral "
              "convergence + log-magnitude distance at 3 resolutions, Parallel WaveGAN's), per reference.")

@@ -7,8 +7,8 @@ Works on any batch of [B, samples] waveforms of any length. The STFT and inverse
 STFT run in float32 whatever the mixed-precision policy; the estimator's layers
 follow the policy, and the mask is cast back to float32. The mask starts near 1
 (output bias `init_mask_logit`), so an untrained denoiser passes audio through.
-Also here: the batched, length-masked SI-SNR and multi-resolution STFT losses of the
-joint objective.
+Also here: the batched, length-masked SI-SNR, SNR, multi-resolution STFT and hybrid
+(compressed spectra + SI-SNR) losses of the joint objective.
 """
 from __future__ import annotations
 
@@ -116,6 +116,45 @@ def snr(reference: tf.Tensor, estimate: tf.Tensor, valid: tf.Tensor) -> tf.Tenso
     return 10.0 * tf.math.log(ratio) / tf.math.log(10.0)
 
 
+def _valid_frames(valid: tf.Tensor, fft_length: int, frame_step: int) -> tf.Tensor:
+    """[B, T] 0/1 float -> [B, F] 0/1: the STFT frames (pad_end) that hold a valid sample."""
+    return tf.reduce_max(tf.signal.frame(valid, fft_length, frame_step, pad_end=True), -1)
+
+
+def hybrid_loss(reference: tf.Tensor, estimate: tf.Tensor, valid: tf.Tensor, fft_length: int = 512,
+                frame_step: int = 256, compress: float = 0.3, ri_weight: float = 30.0,
+                magnitude_weight: float = 70.0) -> tf.Tensor:
+    """Per-example hybrid loss of GTCRN (Rong et al., ICASSP 2024; its training code's `HybridLoss`,
+    github.com/Xiaobin-Rong/SEtrain) over the valid samples: [B, T] x [B, T] x [B, T] 0/1 -> [B].
+
+    ri_weight x the mean squared error of the power-law compressed (|X|^compress, phase kept) real and
+    imaginary parts + magnitude_weight x that of the compressed magnitudes, over the frames holding
+    valid samples, minus SI-SNR in bels (dB / 10). Compressed spectral losses are what Braun & Tashev
+    (2021, "A consolidated view of loss functions for supervised deep learning-based speech
+    enhancement") found PESQ and STOI reward; the SI-SNR term keeps the waveform. Written here: the
+    maintained implementations are PyTorch's."""
+    valid = tf.cast(valid, tf.float32)
+    reference, estimate = tf.cast(reference, tf.float32) * valid, tf.cast(estimate, tf.float32) * valid
+    parts = []
+    for x in (reference, estimate):
+        spectrum = tf.signal.stft(x, fft_length, frame_step, fft_length, pad_end=True)
+        real, imag = tf.math.real(spectrum), tf.math.imag(spectrum)
+        # (sqrt with a floor, not tf.abs: a finite gradient at a zero bin, as the reference's clamp)
+        magnitude = tf.sqrt(tf.square(real) + tf.square(imag) + 1e-12)
+        shrink = tf.pow(magnitude, compress - 1.0)
+        parts.append((real * shrink, imag * shrink, magnitude * shrink))
+    (ref_real, ref_imag, ref_mag), (est_real, est_imag, est_mag) = parts
+    frames = _valid_frames(valid, fft_length, frame_step)[..., tf.newaxis]  # [B, F, 1]
+    count = tf.reduce_sum(frames, [1, 2]) * (fft_length // 2 + 1) + 1e-7
+
+    def mean_square(a, b):
+        return tf.reduce_sum(tf.square(a - b) * frames, [1, 2]) / count
+
+    spectral = ri_weight * (mean_square(ref_real, est_real) + mean_square(ref_imag, est_imag)) + (
+        magnitude_weight * mean_square(ref_mag, est_mag))
+    return spectral - si_snr(reference, estimate, valid) / 10.0
+
+
 # (fft_length, frame_step) pairs, Parallel WaveGAN's (Yamamoto et al. 2020) at 16 kHz; window = fft_length.
 STFT_RESOLUTIONS = ((512, 128), (1024, 256), (256, 64))
 
@@ -136,7 +175,7 @@ def multi_resolution_stft_loss(reference: tf.Tensor, estimate: tf.Tensor, valid:
                     for x in (reference, estimate))
         convergence = tf.sqrt(tf.reduce_sum(tf.square(ref - est), [1, 2]) + 1e-12) / tf.sqrt(
             tf.reduce_sum(tf.square(ref), [1, 2]))  # (+1e-12: a finite gradient where they agree)
-        frames = tf.reduce_max(tf.signal.frame(valid, fft_length, frame_step, pad_end=True), -1)  # [B, F]
+        frames = _valid_frames(valid, fft_length, frame_step)  # [B, F]
         log_distance = tf.reduce_sum(tf.abs(tf.math.log(ref) - tf.math.log(est)) * frames[..., tf.newaxis],
                                      [1, 2]) / (tf.reduce_sum(frames, -1) * (fft_length // 2 + 1) + 1e-7)
         losses.append(convergence + log_distance)

@@ -20,7 +20,7 @@ from transformers.optimization_tf import WarmUp
 
 from components import features
 from components.config import TrainerConfig
-from components.models.denoiser import multi_resolution_stft_loss, si_snr, snr
+from components.models.denoiser import hybrid_loss, multi_resolution_stft_loss, si_snr, snr
 from components.training import context
 
 _NO_DECAY = ["bias", "gamma", "beta", "norm", "LayerNorm", "layer_norm", "weight_g"]
@@ -82,10 +82,12 @@ def make_loss(cfg: TrainerConfig):
     denoise_weight = {"classify": 0.0, "denoise": 1.0, "joint": cfg.denoise_weight}[cfg.objective]
 
     def denoise_term(reference, enhanced, valid, weights):
-        """(summed -SI-SNR or -SNR [+ STFT loss] over the weighted examples, summed SI-SNR)."""
+        """(summed -SI-SNR, -SNR or hybrid loss [+ STFT loss] over the weighted examples, summed SI-SNR)."""
         si_snr_sum = tf.reduce_sum(si_snr(reference, enhanced, valid) * weights)
         if cfg.denoise_loss == "si_snr":
             term = -si_snr_sum
+        elif cfg.denoise_loss == "hybrid":
+            term = tf.reduce_sum(hybrid_loss(reference, enhanced, valid) * weights)
         else:
             term = -tf.reduce_sum(snr(reference, enhanced, valid) * weights)
         if cfg.stft_loss_weight:
