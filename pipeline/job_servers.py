@@ -29,15 +29,20 @@ or an extra jar stops the fetch, naming it), so a run uses the jars that were te
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import hashlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 import zipfile
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, Iterator, List, Optional, Tuple
+
+from pipeline.checksums import sha256_file
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LOCKS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "locks")
@@ -92,14 +97,6 @@ def _pom(server: JobServer) -> str:
 """
 
 
-def _sha256(path: str) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def read_lock(path: str) -> Dict[str, str]:
     """{jar file name: sha256} from the lock (`<sha256>  <name>` lines; # comments)."""
     pins = {}
@@ -114,7 +111,7 @@ def read_lock(path: str) -> Dict[str, str]:
 
 def check_jars(lib: str, pins: Dict[str, str], lock: str = "the lock") -> None:
     """Raises naming every jar that differs from the lock, is missing, or is not in it."""
-    found = {name: _sha256(os.path.join(lib, name)) for name in os.listdir(lib) if name.endswith(".jar")}
+    found = {name: sha256_file(os.path.join(lib, name)) for name in os.listdir(lib) if name.endswith(".jar")}
     problems = [f"{name}: sha256 {found[name]}, the lock pins {pins[name]}"
                 for name in sorted(set(found) & set(pins)) if found[name] != pins[name]]
     problems += [f"{name}: in the lock, not fetched" for name in sorted(set(pins) - set(found))]
@@ -167,7 +164,7 @@ def fetch(runner: str = "flink", cache: Optional[str] = None, write_lock: bool =
                         f"every jar Maven resolved, with its sha256.\n"
                         f"# Written by `python -m pipeline.job_servers fetch {runner} --write-lock`.\n")
                 for name in sorted(os.listdir(lib)):
-                    f.write(f"{_sha256(os.path.join(lib, name))}  {name}\n")
+                    f.write(f"{sha256_file(os.path.join(lib, name))}  {name}\n")
         check_jars(lib, read_lock(server.lock()), server.lock())
         names = sorted(os.listdir(lib))
         with zipfile.ZipFile(os.path.join(staging, "job-server.jar"), "w") as z:
@@ -194,8 +191,6 @@ def worker_env(env: Optional[Dict[str, str]] = None) -> Dict[str, str]:
 def serve_workers(port: int = 0, port_file: Optional[str] = None) -> None:
     """Beam's SDK worker pool (a process a worker) on 127.0.0.1:`port` (0: a free one, written to
     `port_file`), until killed. Started here, not by `worker_pool_main`, which listens on every interface."""
-    import time
-
     import grpc
     from apache_beam.portability.api import beam_fn_api_pb2_grpc
     from apache_beam.runners.worker.worker_pool_main import BeamFnExternalWorkerPoolServicer
@@ -218,6 +213,31 @@ def serve_workers(port: int = 0, port_file: Optional[str] = None) -> None:
             time.sleep(3600)
     finally:
         server.stop(0)
+
+
+@contextlib.contextmanager
+def worker_pool(folder: str, timeout_s: float = 120.0) -> Iterator[int]:
+    """`serve_workers` in a process group of its own on a free loopback port (its port file in `folder`);
+    yields the port, then stops the pool and the workers it started (SIGTERM, SIGKILL after 30 s)."""
+    port_file = os.path.join(folder, "worker-pool.port")
+    pool = subprocess.Popen([sys.executable, "-m", "pipeline.job_servers", "workers", "--port", "0",
+                             "--port-file", port_file], cwd=REPO_ROOT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + timeout_s
+        while not os.path.exists(port_file):
+            if pool.poll() is not None:
+                raise RuntimeError(f"the worker pool exited with {pool.returncode}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the worker pool did not start listening in {timeout_s:.0f} s")
+            time.sleep(0.5)
+        with open(port_file) as f:
+            yield int(f.read())
+    finally:
+        os.killpg(pool.pid, signal.SIGTERM)
+        try:
+            pool.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(pool.pid, signal.SIGKILL)
 
 
 def beam_args(runner: str, jar: str, pool_port: int, parallelism: int = 2, master: str = "") -> List[str]:

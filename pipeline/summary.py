@@ -182,8 +182,8 @@ def latest_run(where: Metadata, pipeline_name: str) -> RunSummary:
         events = store.get_events_by_execution_ids([execution.id])
         by_id = {a.id: a for a in store.get_artifacts_by_id([e.artifact_id for e in events])}
         artifacts[node], inputs[node] = {}, {}
-        for event in events:
-            # Resolver nodes record what they resolve as INTERNAL_OUTPUT.
+        for event in sorted(events, key=lambda e: [s.index for s in e.path.steps if s.HasField("index")]):
+            # (in each key's order) Resolver nodes record what they resolve as INTERNAL_OUTPUT.
             if event.type in (Event.OUTPUT, Event.INTERNAL_OUTPUT):
                 keyed = artifacts[node]
             elif event.type == Event.INPUT:

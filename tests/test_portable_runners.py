@@ -7,10 +7,8 @@ properties, and every output is compared with the Flink run's."""
 import glob
 import os
 import shutil
-import signal
 import subprocess
 import sys
-import time
 import unittest
 
 import numpy as np
@@ -18,6 +16,7 @@ import pytest
 import tensorflow as tf
 
 from pipeline import job_servers
+from pipeline.checksums import sha256_file
 from pipeline.outcome import ExitCode
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -36,23 +35,8 @@ def job_server_jar():
 
 @pytest.fixture(scope="module")
 def worker_pool(tmp_path_factory):
-    port_file = str(tmp_path_factory.mktemp("pool") / "port")
-    pool = subprocess.Popen([sys.executable, "-m", "pipeline.job_servers", "workers", "--port", "0",
-                             "--port-file", port_file], cwd=REPO, start_new_session=True)
-    try:
-        deadline = time.monotonic() + 120
-        while not os.path.exists(port_file):
-            assert pool.poll() is None, f"the worker pool exited with {pool.returncode}"
-            assert time.monotonic() < deadline, "the worker pool did not start listening in 120 s"
-            time.sleep(0.5)
-        with open(port_file) as f:
-            yield int(f.read())
-    finally:
-        os.killpg(pool.pid, signal.SIGTERM)  # the pool and the workers it started
-        try:
-            pool.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(pool.pid, signal.SIGKILL)
+    with job_servers.worker_pool(str(tmp_path_factory.mktemp("pool"))) as port:
+        yield port
 
 
 def test_worker_pool_listens_on_loopback_only(worker_pool):
@@ -75,8 +59,8 @@ def test_a_jar_that_differs_from_the_lock_is_named(tmp_path):
     message = str(error.value)
     assert "a.jar: sha256 ca978112" in message and "gone.jar: in the lock, not fetched" in message
     assert "extra.jar: fetched, not in the lock" in message
-    job_servers.check_jars(str(lib), {"a.jar": job_servers._sha256(str(lib / "a.jar")),
-                                "extra.jar": job_servers._sha256(str(lib / "extra.jar"))})  # a match passes
+    job_servers.check_jars(str(lib), {"a.jar": sha256_file(str(lib / "a.jar")),
+                                "extra.jar": sha256_file(str(lib / "extra.jar"))})  # a match passes
 
 
 def test_the_job_server_jar_names_every_locked_jar_in_its_manifest(job_server_jar):
@@ -107,40 +91,22 @@ def test_sparks_job_server_starts_from_its_jar_and_runs_a_pipeline_on_the_pool(w
         assert_that(sums, equal_to([(0, 1683), (1, 1617), (2, 1650)]))
 
 
-def _store(output_dir):
-    from ml_metadata import metadata_store
-    from ml_metadata.proto import metadata_store_pb2
-
-    connection = metadata_store_pb2.ConnectionConfig()
-    connection.sqlite.filename_uri = os.path.join(output_dir, "metadata.sqlite")
-    connection.sqlite.connection_mode = metadata_store_pb2.SqliteMetadataSourceConfig.READONLY
-    return metadata_store.MetadataStore(connection)
-
-
-def _execution(store, node):
-    """The node's latest execution, its input artifacts and its output artifacts (key -> list)."""
-    from ml_metadata.proto import metadata_store_pb2
+def _execution(store, run, node):
+    """The node's execution in the run (pipeline.summary.latest_run): its input and output artifacts as
+    TFX artifacts (key -> list) and its properties."""
     from tfx.types import artifact_utils
 
-    executions = [e for e in store.get_executions()
-                  if store.get_execution_types_by_id([e.type_id])[0].name.endswith("." + node)
-                  and e.last_known_state == metadata_store_pb2.Execution.COMPLETE]
-    assert executions, f"no completed {node} execution in ML Metadata"
-    execution = max(executions, key=lambda e: e.id)
-    events = store.get_events_by_execution_ids([execution.id])
-    artifacts = {a.id: a for a in store.get_artifacts_by_id([e.artifact_id for e in events])}
-    types = {t.id: t for t in store.get_artifact_types_by_id(list({a.type_id for a in artifacts.values()}))}
-    sides = {"inputs": {}, "outputs": {}}
-    for event in sorted(events, key=lambda e: [s.index for s in e.path.steps if s.HasField("index")]):
-        side = "inputs" if event.type == metadata_store_pb2.Event.INPUT else "outputs"
-        key = next(s.key for s in event.path.steps if s.HasField("key"))
-        artifact = artifacts[event.artifact_id]
-        sides[side].setdefault(key, []).append(artifact_utils.deserialize_artifact(types[artifact.type_id], artifact))
-    properties = {}
-    for name, value in execution.custom_properties.items():
-        kind = value.WhichOneof("value")
-        properties[name] = getattr(value, kind)
-    return sides["inputs"], sides["outputs"], properties
+    assert run.node_states[node] == "COMPLETE", (node, run.node_states)
+
+    def typed(keyed):
+        types = {t.id: t for t in store.get_artifact_types_by_id(
+            list({a.type_id for found in keyed.values() for a in found}))}
+        return {key: [artifact_utils.deserialize_artifact(types[a.type_id], a) for a in found]
+                for key, found in keyed.items()}
+
+    properties = {name: getattr(value, value.WhichOneof("value"))
+                  for name, value in run.executions[node].custom_properties.items()}
+    return typed(run.inputs[node]), typed(run.artifacts[node]), properties
 
 
 def _replay_on_direct_runner(node, inputs, outputs, properties, root):
@@ -223,9 +189,12 @@ def test_the_beam_components_on_flink_give_the_direct_runners_outputs(job_server
     run = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
     assert run.returncode == ExitCode.OK, run.stdout[-4000:] + run.stderr[-4000:]
 
-    store = _store(str(output_dir))
+    from pipeline import summary
+
+    sqlite = str(output_dir / "metadata.sqlite")
+    store, run = summary.open_store(sqlite), summary.latest_run(sqlite, "flink")
     replay = str(tmp_path / "replay")
-    executions = {node: _execution(store, node) for node in BEAM_NODES}
+    executions = {node: _execution(store, run, node) for node in BEAM_NODES}
 
     # WavExampleGen: the same examples in every split (Flink writes them in another order and shards).
     inputs, outputs, properties = executions["WavExampleGen"]

@@ -152,6 +152,10 @@ def shuffle_examples(cfg: TrainerConfig, size: SplitSize) -> int:
     return max(1, min(cfg.shuffle_buffer, cfg.shuffle_buffer_mb * 2 ** 20 // mean_record))
 
 
+# The caches that hold featurized examples: the stream is featurized before the cache, not after it.
+FEATURIZED_CACHES = ("features", "disk")
+
+
 def make_dataset(file_patterns: Sequence[str], tf_transform_output: tft.TFTransformOutput, batch_size: int,
                  cfg: TrainerConfig, training: bool, start_step: int = 0, split: SplitSize | None = None,
                  cache: str = "none", cache_path: str = "") -> tf.data.Dataset:
@@ -173,7 +177,7 @@ def make_dataset(file_patterns: Sequence[str], tf_transform_output: tft.TFTransf
     an uninterrupted run reads at that step: same order, same masks. `split` (the split's
     examples per epoch, which place that batch, and its bytes, which size the shuffle buffer:
     `shuffle_examples`) is `split_size` when not given."""
-    if cache not in ("features", "disk", "records", "none"):
+    if cache not in (*FEATURIZED_CACHES, "records", "none"):
         raise ValueError(f"cache {cache!r}: expected features, disk, records or none")
     if cache == "disk" and not cache_path:
         raise ValueError("cache 'disk' needs a cache_path")
@@ -185,7 +189,7 @@ def make_dataset(file_patterns: Sequence[str], tf_transform_output: tft.TFTransf
         return stream.batch(FEATURIZE_BATCH).map(fn, num_parallel_calls=tf.data.AUTOTUNE).unbatch()
 
     examples = records(file_patterns)
-    if cache in ("features", "disk"):
+    if cache in FEATURIZED_CACHES:
         examples = featurize(examples, transform)
     if cache == "disk":
         prepare_disk_cache(cache_path)
@@ -205,7 +209,7 @@ def make_dataset(file_patterns: Sequence[str], tf_transform_output: tft.TFTransf
         stream = training_stream(examples, buffer, cfg.seed, first_epoch, offset)
     else:
         stream = examples.map(lambda example: (tf.constant(0, tf.int64), tf.constant(0, tf.int64), example))
-    if cache not in ("features", "disk"):  # (epoch, index, record) -> (epoch, index, features)
+    if cache not in FEATURIZED_CACHES:  # (epoch, index, record) -> (epoch, index, features)
         stream = featurize(stream, lambda epochs, indices, batch: (epochs, indices, transform(batch)))
     row_samples = tf_transform_output.transformed_feature_spec()[features.WAVEFORM].shape[0] if (
         training and (cfg.context.clips or cfg.background.probability)) else None

@@ -19,6 +19,17 @@ KEY_FILE = "resume_key.txt"  # written when an execution starts training
 DONE_FILE = "training_done"  # written when it finished: nothing to resume from there
 RESUMED_FILE = "resumed_from.json"  # what this execution resumed from, for people and tests
 CACHE_DIR = "feature-cache"  # trainer.cache: disk (input_pipeline.prepare_disk_cache)
+CHECKPOINT_DIR = "checkpoints"
+
+
+def checkpoint_dir(model_run_dir: str) -> str:
+    """Where an execution's checkpoints go: <model_run_dir>/checkpoints."""
+    return os.path.join(model_run_dir, CHECKPOINT_DIR)
+
+
+def run_dir_of(checkpoint: str) -> str:
+    """The model_run_dir of the execution that wrote `checkpoint` (<model_run_dir>/checkpoints/ckpt-N)."""
+    return os.path.dirname(os.path.dirname(checkpoint.rstrip("/")))
 
 
 def key(fn_args) -> str:
@@ -46,7 +57,7 @@ def crashed_sibling(model_run_dir: str, run_key: str) -> Optional[str]:
         if (not tf.io.gfile.exists(key_path) or _read(key_path) != run_key
                 or tf.io.gfile.exists(os.path.join(sibling, DONE_FILE))):
             continue
-        latest = tf.train.latest_checkpoint(os.path.join(sibling, "checkpoints"))
+        latest = tf.train.latest_checkpoint(checkpoint_dir(sibling))
         step = int(latest.rsplit("-", 1)[1]) if latest else -1
         if step > best_step:
             best, best_step = latest, step
@@ -63,7 +74,7 @@ def adopt_cache(restore_from: str, cache_dir: str) -> None:
     """Moves the disk cache of the execution `restore_from` (a checkpoint of it) to `cache_dir`, this
     execution's, when that is another execution's and this one has none yet: a resumed run reads the
     featurized examples its crashed predecessor wrote (a part it left unfinished is written anew)."""
-    source = os.path.join(os.path.dirname(os.path.dirname(restore_from.rstrip("/"))), CACHE_DIR)
+    source = os.path.join(run_dir_of(restore_from), CACHE_DIR)
     if source.rstrip("/") == cache_dir.rstrip("/") or not tf.io.gfile.isdir(source) or tf.io.gfile.exists(cache_dir):
         return
     tf.io.gfile.makedirs(os.path.dirname(cache_dir.rstrip("/")))

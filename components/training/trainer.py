@@ -113,7 +113,7 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
             optimizer = training_loop.build_optimizer(tcfg, total_steps)
             optimizer.build(model.trainable_variables)
         checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer)
-        manager = tf.train.CheckpointManager(checkpoint, os.path.join(fn_args.model_run_dir, "checkpoints"),
+        manager = tf.train.CheckpointManager(checkpoint, resume.checkpoint_dir(fn_args.model_run_dir),
                                              max_to_keep=2)
         run_key = resume.key(fn_args)
         # This execution's own checkpoints (a retry), else a crashed execution's of the same training.

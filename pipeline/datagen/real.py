@@ -45,6 +45,8 @@ import numpy as np
 import soundfile
 import soxr
 
+from pipeline.checksums import sha256_file
+
 logger = logging.getLogger(__name__)
 
 SR = 16000
@@ -415,16 +417,8 @@ def check_split(sources: Sequence[Source] = SOURCES) -> None:
 
 # --- download --------------------------------------------------------------------------------
 
-def _sha256(path: str) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(_CHUNK), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def _verify(source: Source, path: str, hint: str) -> None:
-    actual = _sha256(path)
+    actual = sha256_file(path)
     if actual != source.sha256:
         raise ValueError(f"{source.package} {source.version}: {path} has sha256 {actual}, the pinned one is "
                          f"{source.sha256}; {hint}")
