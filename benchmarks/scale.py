@@ -1,10 +1,10 @@
 """Benchmark: the whole pipeline at two corpus sizes, per component: wall time, peak RSS
 and disk, and the extrapolation to the reference project's 50,000 clips; then the
 WAV ExampleGen's throughput with 1 and 2 DirectRunner workers on the same data, at
-one or more corpus sizes.
+one or more corpus sizes, and with `--flink-clips` on Beam's FlinkRunner at parallelism 1 and 2.
 
     .venv/bin/python -m benchmarks.scale [--clips 1000 5000] [--epochs 2] \
-        [--workers-clips 1000 5000] [--work DIR] [--out benchmarks/RESULTS-scale.md]
+        [--workers-clips 1000 5000] [--flink-clips 1000 5000] [--work DIR] [--out benchmarks/RESULTS-scale.md]
 
 Data: generated 10-s noisy/clean pairs at 16 kHz in the paired layout (a modulated tone
 in noise; speed and memory do not depend on what is said), three labels, speakers by
@@ -48,11 +48,16 @@ def write_pairs(base: str, clips: int, seed: int = 0) -> None:
             soundfile.write(os.path.join(base, folder, name), audio, RATE, subtype="PCM_16")
 
 
-def settings(base: str, out: str, name: str, epochs: int, workers: int = 0) -> list:
+def direct_flags(workers: int = 0) -> list:
+    """Beam's DirectRunner in multi-processing mode with `workers` processes (0: one a core)."""
+    return ["--direct_running_mode=multi_processing", f"--direct_num_workers={workers}"]
+
+
+def settings(base: str, out: str, name: str, epochs: int, beam_flags: list) -> list:
     return [f"data.input_base={base}", "data.layout=paired", "data.file_pattern=noisy/*/*.wav",
             "data.group_regex=(spk[0-9]+)_", "data.max_duration_s=60", "features.clip_seconds=10",
             f"output_dir={out}", f"name={name}", f"trainer.epochs={epochs}", "report.enabled=false",
-            f"beam_args=[--direct_running_mode=multi_processing, --direct_num_workers={workers}]"]
+            "beam_args=[" + ", ".join(f'"{flag}"' for flag in beam_flags) + "]"]
 
 
 def _sample(pid: int, samples: list, done: threading.Event) -> None:
@@ -139,35 +144,49 @@ def _size_rows(runs: dict) -> list:
     return rows
 
 
-def _workers_rows(work: str, sizes: list, epochs: int) -> list:
-    """The WAV ExampleGen (of `tfx-audio validate`) with 1 and then 2 DirectRunner workers on
-    the same data, per corpus size: its throughput, and with two sizes the marginal rate
-    (the clips between the sizes over the seconds between them), which leaves out what a
-    run costs whatever its size (starting the workers, planning the stages, finalizing)."""
+def _workers_rows(work: str, sizes: list, epochs: int, runner: str = "direct") -> list:
+    """The WAV ExampleGen (of `tfx-audio validate`) with 1 and then 2 workers on the same data, per
+    corpus size: DirectRunner processes, or with `runner` flink Beam's FlinkRunner (its job server and
+    an embedded Flink at parallelism 1 and 2, Python SDK workers from `pipeline.job_servers`' pool). Its
+    throughput, and with two sizes the marginal rate (the clips between the sizes over the seconds
+    between them), which leaves out what a run costs whatever its size (starting the workers and the
+    job server, planning the stages, finalizing). On Flink the peak RSS leaves out the pool's workers
+    (not children of the run)."""
+    import contextlib
+
+    from pipeline import job_servers
+
+    label = {"direct": "DirectRunner worker(s)", "flink": "Flink parallelism"}[runner]
     rows, walls = [], {}
-    for clips in sizes:
-        base = os.path.join(work, f"pairs{clips}")
-        if not os.path.isdir(base):
-            write_pairs(base, clips)
-        rates = {}
-        for workers in (1, 2):
-            r = run("validate", settings(base, os.path.join(work, f"workers{workers}-{clips}"),
-                                         f"workers{workers}", epochs, workers))
-            eg = r["components"]["WavExampleGen"]
-            walls[clips, workers] = eg["wall_s"]
-            rates[workers] = r["audio_s"] / eg["wall_s"]
-            rows.append(f"- WAV ExampleGen, {workers} DirectRunner worker(s), {clips} clips: "
-                        f"{eg['wall_s']:.0f} s, {rates[workers]:.0f} audio hours per hour, peak RSS "
-                        f"{eg['peak_rss_mb']:.0f} MB")
-        rows.append(f"- {clips} clips: 2 workers against 1: {rates[2] / rates[1]:.2f}x")
+    with contextlib.ExitStack() as stack:
+        if runner == "flink":
+            jar = job_servers.fetch("flink")
+            port = stack.enter_context(job_servers.worker_pool(tempfile.mkdtemp(dir=work)))
+        for clips in sizes:
+            base = os.path.join(work, f"pairs{clips}")
+            if not os.path.isdir(base):
+                write_pairs(base, clips)
+            rates = {}
+            for workers in (1, 2):
+                flags = direct_flags(workers) if runner == "direct" else job_servers.beam_args(
+                    "flink", jar, port, parallelism=workers)
+                r = run("validate", settings(base, os.path.join(work, f"{runner}{workers}-{clips}"),
+                                             f"{runner}{workers}", epochs, flags))
+                eg = r["components"]["WavExampleGen"]
+                walls[clips, workers] = eg["wall_s"]
+                rates[workers] = r["audio_s"] / eg["wall_s"]
+                rows.append(f"- WAV ExampleGen, {label} {workers}, {clips} clips: "
+                            f"{eg['wall_s']:.0f} s, {rates[workers]:.0f} audio hours per hour, peak RSS "
+                            f"{eg['peak_rss_mb']:.0f} MB")
+            rows.append(f"- {clips} clips: 2 against 1: {rates[2] / rates[1]:.2f}x")
     if len(sizes) > 1:
         small, large = min(sizes), max(sizes)
         marginal = {w: (large - small) / max(walls[large, w] - walls[small, w], 1e-9) for w in (1, 2)}
         fixed = {w: walls[small, w] - small / marginal[w] for w in (1, 2)}
-        rows.append(f"- Marginal rate from {small} to {large} clips: 1 worker {marginal[1]:.1f} clips/s, "
-                    f"2 workers {marginal[2]:.1f} clips/s: {marginal[2] / marginal[1]:.2f}x; "
-                    f"the size-independent part of a run (the line's intercept): {fixed[1]:.0f} s with 1 "
-                    f"worker, {fixed[2]:.0f} s with 2")
+        rows.append(f"- Marginal rate from {small} to {large} clips: {label} 1 {marginal[1]:.1f} clips/s, "
+                    f"2 {marginal[2]:.1f} clips/s: {marginal[2] / marginal[1]:.2f}x; "
+                    f"the size-independent part of a run (the line's intercept): {fixed[1]:.0f} s at 1, "
+                    f"{fixed[2]:.0f} s at 2")
     return rows
 
 
@@ -178,6 +197,8 @@ def main():
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--workers-clips", type=int, nargs="*", default=[1000, 5000],
                         help="corpus sizes for the 1-against-2 Beam workers comparison (none: skip it)")
+    parser.add_argument("--flink-clips", type=int, nargs="*", default=[],
+                        help="corpus sizes for the ExampleGen on Flink at parallelism 1 against 2 (none: skip it)")
     parser.add_argument("--work", help="working folder (default: a temporary one)")
     parser.add_argument("--out")
     args = parser.parse_args()
@@ -187,11 +208,14 @@ def main():
         base = os.path.join(work, f"pairs{clips}")
         if not os.path.isdir(base):
             write_pairs(base, clips)
-        runs[clips] = run("run", settings(base, os.path.join(work, f"out{clips}"), f"scale{clips}", args.epochs))
+        runs[clips] = run("run", settings(base, os.path.join(work, f"out{clips}"), f"scale{clips}", args.epochs,
+                                          direct_flags()))
         print(f"{clips} clips: {json.dumps(runs[clips])}", flush=True)
     rows = _size_rows(runs) if runs else []
     if args.workers_clips:
         rows += _workers_rows(work, args.workers_clips, args.epochs)
+    if args.flink_clips:
+        rows += _workers_rows(work, args.flink_clips, args.epochs, "flink")
     rows.append(f"\n{args.epochs} epochs, the demo config otherwise (logmel_cnn with the denoiser, joint objective); "
                 f"{os.cpu_count()} cores, {platform.processor() or platform.machine()}, "
                 f"{psutil.virtual_memory().total / 2 ** 30:.0f} GiB.")
