@@ -90,7 +90,14 @@ def _wav2vec2(cfg: Wav2Vec2Config, num_classes: int, num_samples: int) -> Wav2Ve
     # transformers' weight-normalized positional conv multiplies a raw float32
     # tf.Variable by an autocast weight: under a mixed policy that one layer must
     # compute in float32 (the next layer casts back to the compute dtype).
-    hf.wav2vec2.encoder.pos_conv_embed.conv._set_dtype_policy("float32")
+    conv = hf.wav2vec2.encoder.pos_conv_embed.conv
+    conv._set_dtype_policy("float32")
+    # tf_keras runs every grouped convolution through a nested XLA function (base_conv's
+    # `_jit_compiled_convolution_op`, a workaround for TensorFlow's CPU kernels of old, TODO b/213173659);
+    # XLA:CPU computes the 16 groups one after another, about 50x slower than TF 2.16's own kernel for this
+    # layer, and made wav2vec2-base's compiled step slower than its eager one (benchmarks/RESULTS-train_step.md).
+    # TensorFlow's native grouped convolution runs in graphs, forward and backward, on the CPU and the GPU.
+    conv._jit_compiled_convolution_op = conv.convolution_op
     if cfg.freeze_feature_encoder:
         hf.freeze_feature_encoder()
     if cfg.freeze_layers > len(hf.wav2vec2.encoder.layer):
