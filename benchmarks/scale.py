@@ -203,6 +203,7 @@ def main():
     parser.add_argument("--out")
     args = parser.parse_args()
     work = args.work or tempfile.mkdtemp(prefix="bench_scale_")
+    os.makedirs(work, exist_ok=True)
     runs = {}
     for clips in args.clips:
         base = os.path.join(work, f"pairs{clips}")
