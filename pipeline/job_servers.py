@@ -245,7 +245,10 @@ def beam_args(runner: str, jar: str, pool_port: int, parallelism: int = 2, maste
     cluster (default: Flink's embedded `[local]`, Spark's `local[<parallelism>]`)."""
     # Beam waits 60 s for the job server to answer (`channel_ready_future`) by default; a job server
     # starting on a busy machine, or Spark's busy with a stage, can take longer.
-    common = ["--environment_type=EXTERNAL", f"--environment_config=127.0.0.1:{pool_port}", "--job_server_timeout=300"]
+    # Beam starts one SDK worker process per worker node unless told otherwise (`sdk_worker_parallelism`, default 1):
+    # an embedded Flink or a local Spark is one node, so its slots would share one Python process and its GIL.
+    common = ["--environment_type=EXTERNAL", f"--environment_config=127.0.0.1:{pool_port}", "--job_server_timeout=300",
+              f"--sdk_worker_parallelism={parallelism}"]
     if runner == "flink":
         return ["--runner=FlinkRunner", f"--flink_master={master or '[local]'}", f"--flink_job_server_jar={jar}",
                 f"--parallelism={parallelism}", *common]
