@@ -1,10 +1,12 @@
 """Benchmark: the whole pipeline at two corpus sizes, per component: wall time, peak RSS
 and disk, and the extrapolation to the reference project's 50,000 clips; then the
 WAV ExampleGen's throughput with 1 and 2 DirectRunner workers on the same data, at
-one or more corpus sizes, and with `--flink-clips` on Beam's FlinkRunner at parallelism 1 and 2.
+one or more corpus sizes, and with `--flink-clips` (`--spark-clips`) on Beam's FlinkRunner (SparkRunner)
+at parallelism 1 and 2.
 
     .venv/bin/python -m benchmarks.scale [--clips 1000 5000] [--epochs 2] \
-        [--workers-clips 1000 5000] [--flink-clips 1000 5000] [--work DIR] [--out benchmarks/RESULTS-scale.md]
+        [--workers-clips 1000 5000] [--flink-clips 1000 5000] [--spark-clips 1000] \
+        [--work DIR] [--out benchmarks/RESULTS-scale.md]
 
 Data: generated 10-s noisy/clean pairs at 16 kHz in the paired layout (a modulated tone
 in noise; speed and memory do not depend on what is said), three labels, speakers by
@@ -146,21 +148,22 @@ def _size_rows(runs: dict) -> list:
 
 def _workers_rows(work: str, sizes: list, epochs: int, runner: str = "direct") -> list:
     """The WAV ExampleGen (of `tfx-audio validate`) with 1 and then 2 workers on the same data, per
-    corpus size: DirectRunner processes, or with `runner` flink Beam's FlinkRunner (its job server and
-    an embedded Flink at parallelism 1 and 2, Python SDK workers from `pipeline.job_servers`' pool). Its
+    corpus size: DirectRunner processes, or with `runner` flink or spark Beam's FlinkRunner or SparkRunner (its
+    job server and an embedded Flink, or Spark's local[n], at parallelism 1 and 2, Python SDK workers from
+    `pipeline.job_servers`' pool). Its
     throughput, and with two sizes the marginal rate (the clips between the sizes over the seconds
     between them), which leaves out what a run costs whatever its size (starting the workers and the
-    job server, planning the stages, finalizing). On Flink the peak RSS leaves out the pool's workers
-    (not children of the run)."""
+    job server, planning the stages, finalizing). On Flink and Spark the peak RSS leaves out the pool's
+    workers (not children of the run)."""
     import contextlib
 
     from pipeline import job_servers
 
-    label = {"direct": "DirectRunner worker(s)", "flink": "Flink parallelism"}[runner]
+    label = {"direct": "DirectRunner worker(s)", "flink": "Flink parallelism", "spark": "Spark local"}[runner]
     rows, walls = [], {}
     with contextlib.ExitStack() as stack:
-        if runner == "flink":
-            jar = job_servers.fetch("flink")
+        if runner != "direct":
+            jar = job_servers.fetch(runner)
             port = stack.enter_context(job_servers.worker_pool(tempfile.mkdtemp(dir=work)))
         for clips in sizes:
             base = os.path.join(work, f"pairs{clips}")
@@ -169,7 +172,7 @@ def _workers_rows(work: str, sizes: list, epochs: int, runner: str = "direct") -
             rates = {}
             for workers in (1, 2):
                 flags = direct_flags(workers) if runner == "direct" else job_servers.beam_args(
-                    "flink", jar, port, parallelism=workers)
+                    runner, jar, port, parallelism=workers)
                 r = run("validate", settings(base, os.path.join(work, f"{runner}{workers}-{clips}"),
                                              f"{runner}{workers}", epochs, flags))
                 eg = r["components"]["WavExampleGen"]
@@ -199,6 +202,8 @@ def main():
                         help="corpus sizes for the 1-against-2 Beam workers comparison (none: skip it)")
     parser.add_argument("--flink-clips", type=int, nargs="*", default=[],
                         help="corpus sizes for the ExampleGen on Flink at parallelism 1 against 2 (none: skip it)")
+    parser.add_argument("--spark-clips", type=int, nargs="*", default=[],
+                        help="corpus sizes for the ExampleGen on Spark local[1] against local[2] (none: skip it)")
     parser.add_argument("--work", help="working folder (default: a temporary one)")
     parser.add_argument("--out")
     args = parser.parse_args()
@@ -217,6 +222,8 @@ def main():
         rows += _workers_rows(work, args.workers_clips, args.epochs)
     if args.flink_clips:
         rows += _workers_rows(work, args.flink_clips, args.epochs, "flink")
+    if args.spark_clips:
+        rows += _workers_rows(work, args.spark_clips, args.epochs, "spark")
     rows.append(f"\n{args.epochs} epochs, the demo config otherwise (logmel_cnn with the denoiser, joint objective); "
                 f"{os.cpu_count()} cores, {platform.processor() or platform.machine()}, "
                 f"{psutil.virtual_memory().total / 2 ** 30:.0f} GiB.")
