@@ -246,7 +246,8 @@ def beam_args(runner: str, jar: str, pool_port: int, parallelism: int = 2, maste
     # Beam waits 60 s for the job server to answer (`channel_ready_future`) by default; a job server
     # starting on a busy machine, or Spark's busy with a stage, can take longer.
     # Beam starts one SDK worker process per worker node unless told otherwise (`sdk_worker_parallelism`, default 1):
-    # an embedded Flink or a local Spark is one node, so its slots would share one Python process and its GIL.
+    # an embedded Flink or a local Spark is one node. (On 2 cores it did not measurably speed the ExampleGen up:
+    # benchmarks/RESULTS-scale.md.)
     common = ["--environment_type=EXTERNAL", f"--environment_config=127.0.0.1:{pool_port}", "--job_server_timeout=300",
               f"--sdk_worker_parallelism={parallelism}"]
     if runner == "flink":
