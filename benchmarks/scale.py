@@ -50,6 +50,14 @@ def write_pairs(base: str, clips: int, seed: int = 0) -> None:
             soundfile.write(os.path.join(base, folder, name), audio, RATE, subtype="PCM_16")
 
 
+def pairs(work: str, clips: int) -> str:
+    """The folder of `clips` pairs under `work`, written on first use and shared by every run of that size."""
+    base = os.path.join(work, f"pairs{clips}")
+    if not os.path.isdir(base):
+        write_pairs(base, clips)
+    return base
+
+
 def direct_flags(workers: int = 0) -> list:
     """Beam's DirectRunner in multi-processing mode with `workers` processes (0: one a core)."""
     return ["--direct_running_mode=multi_processing", f"--direct_num_workers={workers}"]
@@ -166,9 +174,7 @@ def _workers_rows(work: str, sizes: list, epochs: int, runner: str = "direct") -
             jar = job_servers.fetch(runner)
             port = stack.enter_context(job_servers.worker_pool(tempfile.mkdtemp(dir=work)))
         for clips in sizes:
-            base = os.path.join(work, f"pairs{clips}")
-            if not os.path.isdir(base):
-                write_pairs(base, clips)
+            base = pairs(work, clips)
             rates = {}
             for workers in (1, 2):
                 flags = direct_flags(workers) if runner == "direct" else job_servers.beam_args(
@@ -211,9 +217,7 @@ def main():
     os.makedirs(work, exist_ok=True)
     runs = {}
     for clips in args.clips:
-        base = os.path.join(work, f"pairs{clips}")
-        if not os.path.isdir(base):
-            write_pairs(base, clips)
+        base = pairs(work, clips)
         runs[clips] = run("run", settings(base, os.path.join(work, f"out{clips}"), f"scale{clips}", args.epochs,
                                           direct_flags()))
         print(f"{clips} clips: {json.dumps(runs[clips])}", flush=True)

@@ -121,18 +121,12 @@ def _valid_frames(valid: tf.Tensor, fft_length: int, frame_step: int) -> tf.Tens
     return tf.reduce_max(tf.signal.frame(valid, fft_length, frame_step, pad_end=True), -1)
 
 
-def hybrid_loss(reference: tf.Tensor, estimate: tf.Tensor, valid: tf.Tensor, fft_length: int = 512,
-                frame_step: int = 256, compress: float = 0.3, ri_weight: float = 30.0,
-                magnitude_weight: float = 70.0) -> tf.Tensor:
-    """Per-example hybrid loss of GTCRN (Rong et al., ICASSP 2024; its training code's `HybridLoss`,
-    github.com/Xiaobin-Rong/SEtrain) over the valid samples: [B, T] x [B, T] x [B, T] 0/1 -> [B].
-
-    ri_weight x the mean squared error of the power-law compressed (|X|^compress, phase kept) real and
-    imaginary parts + magnitude_weight x that of the compressed magnitudes, over the frames holding
-    valid samples, minus SI-SNR in bels (dB / 10). Compressed spectral losses are what Braun & Tashev
-    (2021, "A consolidated view of loss functions for supervised deep learning-based speech
-    enhancement") found PESQ and STOI reward; the SI-SNR term keeps the waveform. Written here: the
-    maintained implementations are PyTorch's."""
+def compressed_spectral_loss(reference: tf.Tensor, estimate: tf.Tensor, valid: tf.Tensor, fft_length: int = 512,
+                             frame_step: int = 256, compress: float = 0.3, ri_weight: float = 30.0,
+                             magnitude_weight: float = 70.0) -> tf.Tensor:
+    """The spectral part of `hybrid_loss`: [B, T] x [B, T] x [B, T] 0/1 -> [B], ri_weight x the mean squared
+    error of the power-law compressed (|X|^compress, phase kept) real and imaginary parts + magnitude_weight x
+    that of the compressed magnitudes, over the frames holding valid samples."""
     valid = tf.cast(valid, tf.float32)
     reference, estimate = tf.cast(reference, tf.float32) * valid, tf.cast(estimate, tf.float32) * valid
     parts = []
@@ -150,9 +144,18 @@ def hybrid_loss(reference: tf.Tensor, estimate: tf.Tensor, valid: tf.Tensor, fft
     def mean_square(a, b):
         return tf.reduce_sum(tf.square(a - b) * frames, [1, 2]) / count
 
-    spectral = ri_weight * (mean_square(ref_real, est_real) + mean_square(ref_imag, est_imag)) + (
+    return ri_weight * (mean_square(ref_real, est_real) + mean_square(ref_imag, est_imag)) + (
         magnitude_weight * mean_square(ref_mag, est_mag))
-    return spectral - si_snr(reference, estimate, valid) / 10.0
+
+
+def hybrid_loss(reference: tf.Tensor, estimate: tf.Tensor, valid: tf.Tensor) -> tf.Tensor:
+    """Per-example hybrid loss of GTCRN (Rong et al., ICASSP 2024; its training code's `HybridLoss`,
+    github.com/Xiaobin-Rong/SEtrain) over the valid samples: [B, T] x [B, T] x [B, T] 0/1 -> [B]:
+    `compressed_spectral_loss` minus SI-SNR in bels (dB / 10). Compressed spectral losses are what Braun &
+    Tashev (2021, "A consolidated view of loss functions for supervised deep learning-based speech
+    enhancement") found PESQ and STOI reward; the SI-SNR term keeps the waveform. Written here: the
+    maintained implementations are PyTorch's."""
+    return compressed_spectral_loss(reference, estimate, valid) - si_snr(reference, estimate, valid) / 10.0
 
 
 # (fft_length, frame_step) pairs, Parallel WaveGAN's (Yamamoto et al. 2020) at 16 kHz; window = fft_length.

@@ -20,7 +20,7 @@ from transformers.optimization_tf import WarmUp
 
 from components import features
 from components.config import TrainerConfig
-from components.models.denoiser import hybrid_loss, multi_resolution_stft_loss, si_snr, snr
+from components.models.denoiser import compressed_spectral_loss, multi_resolution_stft_loss, si_snr, snr
 from components.training import context
 
 _NO_DECAY = ["bias", "gamma", "beta", "norm", "LayerNorm", "layer_norm", "weight_g"]
@@ -86,8 +86,8 @@ def make_loss(cfg: TrainerConfig):
         si_snr_sum = tf.reduce_sum(si_snr(reference, enhanced, valid) * weights)
         if cfg.denoise_loss == "si_snr":
             term = -si_snr_sum
-        elif cfg.denoise_loss == "hybrid":
-            term = tf.reduce_sum(hybrid_loss(reference, enhanced, valid) * weights)
+        elif cfg.denoise_loss == "hybrid":  # hybrid_loss, with the SI-SNR already summed above
+            term = tf.reduce_sum(compressed_spectral_loss(reference, enhanced, valid) * weights) - si_snr_sum / 10.0
         else:
             term = -tf.reduce_sum(snr(reference, enhanced, valid) * weights)
         if cfg.stft_loss_weight:
