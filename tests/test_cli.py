@@ -3,6 +3,7 @@ step's resources, and the requests `submit` and `schedule` send, read field by f
 
 No Kubeflow cluster runs here: the kfp client talks to a local HTTP server that records
 each request and answers as the KFP v2beta1 API does (ids added to the body it got)."""
+import glob
 import json
 import os
 import subprocess
@@ -200,18 +201,26 @@ def test_a_run_ends_on_its_exit_code_line_with_no_ignored_exception_from_tensorf
     TypeError: 'NoneType' object is not subscriptable`, which users read as a crash. It comes from
     the Beam workers (multi_processing, the default) of the Transform and the Evaluator, whose
     loaded models outlive TensorFlow's module globals at their interpreter's teardown. The
-    smallest run that has both (12 tones, one epoch of the log-mel CNN), as a user starts it."""
+    smallest run that has both (12 tones, one epoch of the log-mel CNN), as a user starts it.
+    Its folder also holds every hostile entry of issue 32 (tests/test_ingest_bad_entries.py): the
+    run completes and accounts for each once."""
+    from components.ingest import report as ingest_report
     from tests.audio_helpers import tone, write_wav
+    from tests.test_ingest_bad_entries import BAD_ENTRIES
 
     for speaker in range(6):
         for word, freq in (("yes", 440.0), ("no", 660.0)):
             write_wav(str(tmp_path / "data" / word / f"s{speaker}_{word}.wav"), tone(0.5, freq + 10 * speaker))
+    write_wav(str(tmp_path / "data" / "yes" / "a.wav"), tone(0.5, 500.0))  # the file the hostile links name
+    hostile = {}
+    for make in BAD_ENTRIES.values():
+        hostile.update(make(tmp_path / "data" / "yes"))
     settings = [f"data.input_base={tmp_path / 'data'}", f"output_dir={tmp_path / 'out'}", "data.segment_s=0.5",
                 "data.split_buckets={train: 2, eval: 1, test: 1}", "trainer.backbone=logmel_cnn",
                 "trainer.epochs=1", "report.enabled=false",
                 # One optimizer step on 4 test windows: the accuracy floor off, so the exit code does not hang on
                 # whether that step happened to reach it (it did not, once in three CI runs).
-                "evaluator.min_accuracy=0.0",
+                "evaluator.min_accuracy=0.0", "data.max_reject_fraction=1.0",
                 "beam_args=[--direct_running_mode=multi_processing, --direct_num_workers=2]"]
     script = os.path.join(os.path.dirname(sys.executable), "tfx-audio")
     done = subprocess.run([script, "run", *[f"--set={s}" for s in settings]], capture_output=True, text=True,
@@ -220,3 +229,7 @@ def test_a_run_ends_on_its_exit_code_line_with_no_ignored_exception_from_tensorf
     assert done.stdout.splitlines()[-1] == "exit code 0 (ok)", done.stdout
     assert "Transform finished" in done.stdout and "Evaluator finished" in done.stdout
     assert "Exception ignored" not in done.stderr, done.stderr
+    assert f"input files: {13 + len(hostile)} ({len(hostile)} rejected" in done.stdout, done.stdout
+    [report_dir] = glob.glob(str(tmp_path / "out" / "**" / ingest_report.REPORT_DIR), recursive=True)
+    _, rejects = ingest_report.read_report(report_dir)
+    assert sorted((r["source"], r["reason"]) for r in rejects) == sorted(hostile.items())

@@ -1,7 +1,9 @@
 """One bad entry under the file pattern must not stop a run (issue 32): a dangling symbolic
 link, a link loop, a name that is not UTF-8, a directory, FIFO or socket named like a
-recording. The driver's fingerprint takes each without raising; the executor turns each into
-one reject with a plain reason and reads every other file. A FIFO is never opened."""
+recording, a symbolic link to a folder (inside input_base or out of it), a second name of a
+file (a symbolic or hard link to it). The driver's fingerprint takes each without raising;
+the executor turns each into one reject with a plain reason and reads every other file once.
+A FIFO is never opened."""
 import contextlib
 import errno
 import os
@@ -14,7 +16,7 @@ from tfx.components.example_gen import utils as example_gen_utils
 from tfx.utils import io_utils
 
 from components import features
-from components.ingest import component
+from components.ingest import component, listing
 from components.ingest import report as ingest_report
 from tests.audio_helpers import tone, write_wav
 from tests.test_wav_example_gen import _exec_properties, _read_examples, _run_executor, _value
@@ -60,8 +62,35 @@ def _socket(folder):
     return {"yes/socket.wav": "not a regular file (a socket); not read"}
 
 
+def _folder_link_inside(folder):
+    os.symlink(folder.parent / "no", folder.parent / "alias")  # its b.wav would be read twice if followed
+    return {"alias": listing.FOLDER_LINK}
+
+
+def _folder_link_outside(folder):
+    elsewhere = folder.parent.parent / "elsewhere"
+    write_wav(elsewhere / "c.wav", tone(0.5, 900))
+    os.symlink(elsewhere, folder.parent / "outside")
+    return {"outside": "outside input_base: outside leads out of it (an absolute path, '..' or a symbolic "
+                       "link); not read"}
+
+
+def _link_to_a_file(folder):
+    os.symlink("a.wav", folder / "again.wav")
+    return {"yes/again.wav": "another name of yes/a.wav (a symbolic or hard link to the same file); "
+                             "read once, under that name"}
+
+
+def _hard_link(folder):
+    os.link(folder / "a.wav", folder / "hard.wav")
+    return {"yes/hard.wav": "another name of yes/a.wav (a symbolic or hard link to the same file); "
+                            "read once, under that name"}
+
+
 BAD_ENTRIES = {"dangling_link": _dangling, "link_loop": _loop, "name_not_utf8": _not_utf8,
-               "directory": _directory, "fifo": _fifo, "socket": _socket}
+               "directory": _directory, "fifo": _fifo, "socket": _socket,
+               "folder_link_inside": _folder_link_inside, "folder_link_outside": _folder_link_outside,
+               "link_to_a_file": _link_to_a_file, "hard_link": _hard_link}
 
 
 def _folder(base):
@@ -133,6 +162,20 @@ def test_a_bad_entry_is_one_reject_and_every_other_file_is_read(tmp_path, kind):
     assert {r["source"]: r["reason"] for r in rejects} == expected
     assert len(rejects) == len(expected) and all(r["seconds"] is None for r in rejects)
     assert examples.get_int_custom_property("num_input_files") == 2 + len(expected)
+
+
+def test_a_name_spelling_another_names_escape_is_read_and_the_other_rejected(tmp_path):
+    """`bad\\xff.wav` (a backslash, UTF-8) and bad<0xff>.wav are shown alike: both accounted."""
+    base = tmp_path / "audio"
+    folder = _folder(base)
+    write_wav(folder / "bad\\xff.wav", tone(0.5, 800))
+    expected = _not_utf8(folder)
+    examples = _run_executor(base, tmp_path / "out", max_reject_fraction=1.0)
+    read = [_value(e, features.SOURCE).decode() for split in _read_examples(examples.uri).values() for e in split]
+    assert sorted(read) == ["no/b.wav", "yes/a.wav", "yes/bad\\xff.wav"]
+    _, rejects = ingest_report.read_report(os.path.join(examples.uri, ingest_report.REPORT_DIR))
+    assert [(r["source"], r["reason"]) for r in rejects] == list(expected.items())
+    assert examples.get_int_custom_property("num_input_files") == 4
 
 
 def test_a_bad_name_in_a_span_folder_does_not_stop_span_resolution(tmp_path):

@@ -1,15 +1,13 @@
 """Property-based fuzzing of ingestion's paths (hypothesis; issue 32, item 5): a random tree
 under input_base of `<label>/*.wav` entries: good short recordings, dangling symbolic links,
 link loops, links to good files inside input_base, FIFOs, directories named like a recording,
-names that are not UTF-8 or hold spaces, quotes, commas or `*?[]`; and a
-metadata.csv naming some entries once each under another spelling (`./a/x.wav`, `a//x.wav`).
-The driver's fingerprint takes the tree without raising and counts every entry; the executor
-finishes, and every entry the pattern matches is accounted exactly once: as the examples of
-its `source` or as one reject of its `source` (bytes that are not UTF-8 shown escaped), and
-nothing else appears. Nothing opens a FIFO.
-
-Symbolic links to folders are kept out of the tree: they are not followed today (a warning
-only, listing.entries), so the files behind one are not part of the input."""
+symbolic links to folders inside input_base and out of it, names that are not UTF-8 or hold
+spaces, quotes, commas or `*?[]`; and a metadata.csv naming some entries once each under another
+spelling (`./a/x.wav`, `a//x.wav`). The driver's fingerprint takes the tree without raising and
+counts every entry; the executor finishes, and every entry the pattern matches (or could reach
+into) is accounted exactly once: as the examples of its `source` or as one reject of its
+`source` (bytes that are not UTF-8 shown escaped), and nothing else appears. A file reached by
+several names is read once. Nothing opens a FIFO."""
 import collections
 import contextlib
 import io
@@ -33,12 +31,13 @@ from tests.test_wav_example_gen import _read_examples, _run_executor, _value, _w
 _LABELS = [b"yes", b"no", b"a b", b"[x]", b"caf\xc3\xa9", b"bad\xff"]
 _PIECES = [b"a", b"b", b"Z", b"0", b" ", b"[", b"]", b"*", b"?", b"-", b",", b'"', b"'",
            b"\xc3\xa9", b"\xff", b"\xe9", b"\\"]
-_KINDS = ("good", "link", "dangling", "loop", "fifo", "directory")
+_KINDS = ("good", "link", "dangling", "loop", "fifo", "directory", "folder_link")
 _SPELLINGS = (None, "./{label}/{stem}.wav", "{label}//{stem}.wav", "{label}/./{stem}.wav", "<absolute>")
 _REASONS = {"dangling": "a symbolic link to nothing: its target does not exist; not read",
             "loop": "a loop of symbolic links; not read",
             "fifo": "not a regular file (a FIFO); not read",
             "directory": "not a regular file (a directory); not read"}
+_AGAIN = "another name of {} (a symbolic or hard link to the same file); read once, under that name"
 _ANCHOR = (b"yes", b"anchor")  # always there and good, so the run has examples (no piece spells it)
 
 
@@ -74,18 +73,34 @@ def _wav_bytes(freq):
 def _build(base, tree):
     """Makes the tree under `base`; returns ({shown source: label}, {shown source: reason}, rows)."""
     root = os.fsencode(base)
-    good = [os.path.join(root, label, stem + b".wav") for label, stem, kind, _ in tree if kind == "good"]
-    accepted, rejected, rows = {}, {}, []
+    good = [(label, stem) for label, stem, kind, _ in tree if kind == "good"]
+    accepted, rejected, rows, links = {}, {}, [], collections.defaultdict(list)
     for i, (label, stem, kind, extra) in enumerate(tree):
         folder = os.path.join(root, label)
         os.makedirs(folder, exist_ok=True)
         path = os.path.join(folder, stem + b".wav")
+        if kind == "folder_link":  # at the top, where */*.wav could reach into it
+            name = b"to-" + label + b"-" + stem
+            if extra["relative"]:
+                os.symlink(b"yes", os.path.join(root, name))
+            else:
+                elsewhere = os.path.join(os.path.dirname(root), b"elsewhere")
+                os.makedirs(elsewhere, exist_ok=True)
+                with open(os.path.join(elsewhere, b"c.wav"), "wb") as f:
+                    f.write(_wav_bytes(950))
+                os.symlink(elsewhere, os.path.join(root, name))
+            shown = listing.shown(os.fsdecode(name))
+            rejected[shown] = (listing.NOT_UTF8 if _utf8(name) is None else listing.FOLDER_LINK if extra["relative"]
+                               else f"outside input_base: {shown} leads out of it (an absolute path, '..' or a "
+                                    f"symbolic link); not read")
+            continue
         if kind == "good":
             with open(path, "wb") as f:
                 f.write(_wav_bytes(200 + 50 * i))
         elif kind == "link":
             target = good[extra["target"] % len(good)]
-            os.symlink(os.path.relpath(target, folder) if extra["relative"] else target, path)
+            target_path = os.path.join(root, *target) + b".wav"
+            os.symlink(os.path.relpath(target_path, folder) if extra["relative"] else target_path, path)
         elif kind == "dangling":
             os.symlink(os.path.join(folder, b"nowhere-%d" % i), path)
         elif kind == "loop":
@@ -109,10 +124,20 @@ def _build(base, tree):
             rows.append({"file_name": spelled, "label": table_label})
         if name_label is None or name_stem is None:
             rejected[source] = listing.NOT_UTF8
-        elif kind in ("good", "link"):
+        elif kind == "good":
             accepted[source] = table_label or name_label
+        elif kind == "link":
+            links[target].append((source, table_label or name_label))
         else:
             rejected[source] = _REASONS[kind]
+    for (label, stem), names in links.items():  # one identity per file: the target's name, else the first link's
+        target = os.fsdecode(label + b"/" + stem + b".wav")
+        kept = target if _utf8(label) is not None and _utf8(stem) is not None else min(names)[0]
+        for source, label_read in sorted(names):
+            if source == kept:
+                accepted[source] = label_read
+            else:
+                rejected[source] = _AGAIN.format(kept)
     return accepted, rejected, rows
 
 

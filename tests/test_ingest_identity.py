@@ -2,10 +2,11 @@
 
 One identity per file: a file named in metadata.csv or segments.csv under another spelling
 (`./yes/x.wav`, `yes//x.wav`, ...) than the glob's is one file, read once with the table's
-label, its seconds counted once; two metadata rows naming one file are refused.
+label, its seconds counted once; two metadata rows naming one file are refused; a table row
+naming a link to a listed file is a reject naming that file.
 Strict tables: a table that is broken (not UTF-8, an unbalanced quote, a huge field, a link
-out of input_base, an snr_db that is not a finite number, a file its own clean reference)
-refuses the run, naming the file and the line."""
+out of input_base, a name outside it, over the size limit, an snr_db that is not a finite
+number, a file its own clean reference) refuses the run, naming the file and the line."""
 import os
 
 import pytest
@@ -121,6 +122,38 @@ def test_a_table_linked_from_outside_input_base_is_refused_not_followed(tmp_path
     os.symlink(tmp_path / name, base / name)
     with pytest.raises(ValueError, match=rf"audio/{name}: a symbolic link out of input_base; not read"):
         _TABLES[name][0](str(base), name)
+
+
+@pytest.mark.parametrize("name", sorted(_TABLES))
+@pytest.mark.parametrize("where", ["../{}", "<absolute>"])
+def test_a_table_named_outside_input_base_is_refused(tmp_path, name, where):
+    base = tmp_path / "audio"
+    base.mkdir()
+    _table(tmp_path, name, _rows(name, "a.wav"))
+    given = str(tmp_path / name) if where == "<absolute>" else where.format(name)
+    with pytest.raises(ValueError, match=r": outside input_base .*; not read: a table lives in input_base"):
+        _TABLES[name][0](str(base), given)
+
+
+@pytest.mark.parametrize("name", sorted(_TABLES))
+def test_a_table_over_the_size_limit_is_refused_before_it_is_read(tmp_path, name, monkeypatch):
+    _table(tmp_path, name, _rows(name, "a.wav") * 1000)
+    monkeypatch.setattr(tables, "MAX_TABLE_MB", 0.01)
+    with pytest.raises(ValueError, match=rf"{name}: 0 MB, over the 0.01 MB a table may be"):
+        _TABLES[name][0](str(tmp_path), name)
+
+
+def test_a_metadata_row_naming_a_link_to_a_globbed_file_is_a_reject_naming_the_file(two_files, tmp_path):
+    os.symlink("yes/x.wav", two_files / "alias.wav")  # not matched by */*.wav: only the table names it
+    _write_metadata(two_files / "metadata.csv", [{"file_name": "alias.wav", "label": "maybe"}])
+    examples = _run_executor(two_files, tmp_path / "out", max_reject_fraction=1.0)
+    got = {_value(e, features.SOURCE).decode(): _value(e, features.LABEL) for e in _examples(examples)}
+    assert got == {"yes/x.wav": b"yes", "no/y.wav": b"no"}  # read once, under its own name and label
+    _, rejects = ingest_report.read_report(os.path.join(examples.uri, ingest_report.REPORT_DIR))
+    assert [(r["source"], r["reason"]) for r in rejects] == [
+        ("alias.wav", "another name of yes/x.wav (a symbolic or hard link to the same file); read once, "
+                      "under that name")]
+    assert _seconds(examples)["seconds_in"] == pytest.approx(0.9)
 
 
 @pytest.mark.parametrize("name", sorted(_TABLES))

@@ -33,7 +33,7 @@ class DataConfig:
     latest_spans: PositiveInt = setting(
         1, "With TFX's {SPAN} in a folder of file_pattern (e.g. 'day-{SPAN}/*/*.wav'): each run reads the "
            "newest latest_spans span folders, found at run time (labels: the folder after the span's).")
-    metadata_file: str = setting("metadata.csv", "audiofolder-style, optional")
+    metadata_file: str = setting("metadata.csv", "audiofolder-style, optional; a file inside input_base")
     segments_file: str = setting(
         "segments.csv", "Optional labelled spans (file_name,start_s,end_s,label), the way QA teams annotate "
                         "calls.")

@@ -68,12 +68,14 @@ def _WavToExample(pipeline: beam.Pipeline, exec_properties: Dict[str, Any],
     # filled split_pattern with the newest alone.
     patterns = [spans_lib.with_span(options["span_pattern"], int(span)) for span in options["spans"]] \
         if options.get("spans") else [split_pattern]
-    # Every entry matched, those that cannot be read too (listing.py): each ends as examples or a reject.
-    files = (pipeline | "Patterns" >> beam.Create([os.path.join(input_base, pattern) for pattern in patterns])
-             | "ListEntries" >> beam.FlatMap(  # keyed at once: Beam carries only UTF-8 names between steps
-                 lambda pattern: [listing.keyed(path, input_base) for path in listing.entries(pattern)]))
     metadata = tables.read_metadata(input_base, options["metadata_file"])
     segments = tables.read_segments(input_base, options["segments_file"])
+    # Every entry matched, those that cannot be read too, one identity per file (listing.py): each
+    # ends as examples or a reject.
+    table_names = sorted(set(metadata) | set(segments))
+    files = (pipeline | "Patterns" >> beam.Create([[os.path.join(input_base, pattern) for pattern in patterns]])
+             | "ListEntries" >> beam.FlatMap(  # keyed at once: Beam carries only UTF-8 names between steps
+                 lambda globs: listing.listed(globs, input_base, table_names)))
     meta = pipeline | "Metadata" >> beam.Create(sorted(metadata.items()))
     spans = pipeline | "Spans" >> beam.Create(sorted(segments.items()))
     outputs = (

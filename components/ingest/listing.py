@@ -1,19 +1,24 @@
 """The WAV ExampleGen's listing of its input: every entry its file pattern matches, for the
 driver's fingerprint and the executor's reading step, neither stopped by one entry it cannot
 read (a dangling symbolic link, a link loop, a name that is not UTF-8, a directory, FIFO or
-socket named like a recording): each such entry is listed, and rejected when read, with its reason.
+socket named like a recording, a symbolic link to a folder): each such entry is listed, and
+rejected when read, with its reason.
 
 TFX's glob and stat raise on such an entry, Beam's local match drops some of them silently;
-here the pattern syntax is Beam's (`*` within a folder, `**` across) and so is the walk
-(symbolic links to folders are not followed)."""
+here the pattern syntax is Beam's (`*` within a folder, `**` across) and so is the walk.
+Symbolic links to folders are not followed: each one the pattern could reach into is one
+reject (following them would give the files inside input_base a second name, and read
+folders outside it). One identity per file (`listed`): names that reach one file (symbolic
+or hard links to it) are read once, under one of them; the others are rejects naming it."""
 from __future__ import annotations
 
 import errno
+import fnmatch
 import os
 import posixpath
 import re
 import stat
-from typing import List, Optional, Tuple, Union
+from typing import Iterable, List, Optional, Tuple, Union
 
 from absl import logging
 from apache_beam.io.filesystem import FileSystem
@@ -21,6 +26,8 @@ from apache_beam.io.filesystems import FileSystems
 from tfx.dsl.io import fileio
 
 NOT_UTF8 = "its name is not UTF-8 (its bytes shown escaped); not read: rename it"
+FOLDER_LINK = ("a symbolic link to a folder; not followed: the files inside input_base are read under their "
+               "own names only (copy or move a folder into input_base to read it)")
 _NANO_PER_SEC = 10 ** 9
 
 
@@ -57,12 +64,23 @@ def entries(pattern: str) -> List[str]:
     match = re.compile(FileSystem.translate_pattern(pattern).replace(r"[^/\\]", "[^/]")).match
     found = []
     for folder, dirs, files in os.walk(os.path.dirname(prefix)):
-        for name in dirs:
-            if os.path.islink(os.path.join(folder, name)):
-                logging.warning("%s is a symbolic link to a folder: not followed, the files in it are not read",
-                                shown(os.path.join(folder, name)))
         found += [path for path in (os.path.join(folder, name) for name in dirs + files) if match(path)]
+        found += [path for path in (os.path.join(folder, name) for name in dirs)  # (not walked into)
+                  if os.path.islink(path) and not match(path) and _reaches_into(pattern, path)]
     return sorted(found)
+
+
+def _reaches_into(pattern: str, folder: str) -> bool:
+    """Whether `pattern` could match a path inside `folder` (folder by folder; `**` reaches anywhere)."""
+    wanted, parts = pattern.split("/"), folder.split("/")
+    for i, part in enumerate(parts):
+        if i >= len(wanted) - 1:
+            return "**" in wanted[-1]
+        if "**" in wanted[i]:
+            return True
+        if not fnmatch.fnmatchcase(part, wanted[i]):
+            return False
+    return True
 
 
 def problem(path: str) -> Optional[str]:
@@ -78,6 +96,8 @@ def problem(path: str) -> Optional[str]:
         return "does not exist" if e.errno == errno.ENOENT else f"cannot be read: {e.strerror}"
     if stat.S_ISREG(mode):
         return None
+    if stat.S_ISDIR(mode) and os.path.islink(path):
+        return FOLDER_LINK
     kind = ("a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode)
             else "a socket" if stat.S_ISSOCK(mode) else "a device or other special file")
     return f"not a regular file ({kind}); not read"
@@ -93,6 +113,41 @@ def keyed(path: str, input_base: str) -> Tuple[str, Union[bool, str]]:
     names as UTF-8, so a name that is not is (`shown(name)`, NOT_UTF8): a reject."""
     name = normalized(relative(path, input_base), input_base)
     return (shown(name), NOT_UTF8) if not_utf8(name) else (name, True)
+
+
+def listed(patterns: Iterable[str], input_base: str,
+           table_names: Iterable[str] = ()) -> List[Tuple[str, Union[bool, str]]]:
+    """`keyed` entries of every pattern, one identity per file: listed names and names the tables
+    give (`table_names`, normalized) that reach the same local file (the same device and inode:
+    through a symbolic or a hard link) are read once, under the name that goes through no
+    symbolic link (else the first); each other name is a reject naming it (a table's name
+    that is no listed entry is added as one)."""
+    paths = sorted({path for pattern in patterns for path in entries(pattern)})
+    out = [keyed(path, input_base) for path in paths]
+    if "://" in input_base:  # (object stores have no links)
+        return out
+    keys = {name for name, _ in out}
+    names = [name for name, ok in out if ok is True] + sorted(
+        name for name in set(table_names) - keys
+        if not (name.startswith(("/", "../")) or name == ".." or "://" in name))  # (refused when read)
+    by_file = {}
+    for name in names:
+        try:
+            found = os.stat(os.path.join(input_base, name))
+        except OSError:
+            continue
+        if stat.S_ISREG(found.st_mode):
+            by_file.setdefault((found.st_dev, found.st_ino), []).append(name)
+    again = {}
+    for same in by_file.values():
+        if len(same) > 1:
+            direct = [name for name in same if os.path.realpath(os.path.join(input_base, name))
+                      == os.path.abspath(os.path.join(input_base, name))]
+            kept = min(direct or same)
+            again.update({name: f"another name of {kept} (a symbolic or hard link to the same file); "
+                                f"read once, under that name" for name in same if name != kept})
+    return [(name, again.get(name, ok)) for name, ok in out] + sorted(
+        (name, reason) for name, reason in again.items() if name not in keys)
 
 
 def not_utf8(name: str) -> bool:

@@ -2,9 +2,10 @@
 (labelled spans, a row per span), read and checked; columns from `components.features`.
 
 A table is configuration: anything wrong in it (not UTF-8, a broken quote, a field over the csv
-module's limit, a link out of input_base, a value that makes no sense) refuses the run, naming the
-file and the line. Each `file_name` (and `clean_file_name`) is keyed by its one spelling
-(`listing.normalized`), the glob's, so a file is one file however a table spells it."""
+module's limit, a name or a link out of input_base, a file over MAX_TABLE_MB, a value that
+makes no sense) refuses the run, naming the file and the line. Each `file_name` (and
+`clean_file_name`) is keyed by its one spelling (`listing.normalized`), the glob's, so a file is
+one file however a table spells it."""
 from __future__ import annotations
 
 import csv
@@ -18,6 +19,7 @@ from apache_beam.io.filesystems import FileSystems
 from components import features
 from components.ingest import listing
 
+MAX_TABLE_MB = 256  # read whole into memory: a table of millions of rows fits, a stray huge file is refused
 _QUOTE_HELP = "close it, or write a quote inside a quoted field as two (\"\"); a field may not hold a line break"
 
 
@@ -32,18 +34,27 @@ def _table_path(input_base: str, table: str) -> Optional[str]:
     path = os.path.join(input_base, table)
     if not table:
         return None
+    name = listing.normalized(table, input_base)
+    if name == ".." or name.startswith(("/", "../")) or "://" in name:
+        raise ValueError(f"{path}: outside input_base {input_base}; not read: a table lives in input_base "
+                         f"(name it relative to input_base, the files it names are there too)")
     if "://" in path:
-        return path if FileSystems.exists(path) else None
-    if not os.path.lexists(path):
-        return None
-    base = os.path.realpath(input_base)
-    named_inside = os.path.commonpath([os.path.abspath(path), os.path.abspath(input_base)]) \
-        == os.path.abspath(input_base)
-    if named_inside and os.path.commonpath([os.path.realpath(path), base]) != base:
-        raise ValueError(f"{path}: a symbolic link out of input_base; not read: copy the table into input_base")
-    refused = listing.problem(path)
-    if refused:
-        raise ValueError(f"{path}: {refused}")
+        if not FileSystems.exists(path):
+            return None
+        size = FileSystems.match([path])[0].metadata_list[0].size_in_bytes
+    else:
+        if not os.path.lexists(path):
+            return None
+        base = os.path.realpath(input_base)
+        if os.path.commonpath([os.path.realpath(path), base]) != base:
+            raise ValueError(f"{path}: a symbolic link out of input_base; not read: copy the table into input_base")
+        refused = listing.problem(path)
+        if refused:
+            raise ValueError(f"{path}: {refused}")
+        size = os.path.getsize(path)
+    if size > MAX_TABLE_MB * 2 ** 20:
+        raise ValueError(f"{path}: {size / 2 ** 20:.0f} MB, over the {MAX_TABLE_MB} MB a table may be (a row per file "
+                         f"or span is some 100 bytes: millions of rows); is this the table?")
     return path
 
 

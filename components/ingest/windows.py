@@ -175,8 +175,14 @@ class ToExamples(beam.DoFn):
         metas, spans = grouped["meta"], grouped["spans"]
         meta = metas[0] if metas else {}
         seconds = None  # unknown until the header is read
+        refused = [f for f in grouped["file"] if isinstance(f, str)]  # at listing (listing.listed)
+        # Entries shown under one name (a<0xff>.wav and a UTF-8 name spelling its escape, `a\\xff.wav`):
+        # one reject each, and the one that can be read is read.
+        readable = True in grouped["file"]
+        for reason in refused if readable else refused[1:]:
+            yield from self._reject(source, reason, None)
+        refused = [] if readable else refused[:1]
         try:
-            refused = [f for f in grouped["file"] if isinstance(f, str)]  # at listing (listing.keyed)
             if refused:
                 raise wav_io.AudioError(refused[0])
             if not grouped["file"] and not FileSystems.exists(self._path(source)):
