@@ -140,6 +140,16 @@ def test_a_recording_shorter_than_data_min_segment_s_is_refused_with_the_setting
         "tenth.wav", "short_window.wav"]
 
 
+def test_a_digitally_silent_recording_is_refused_as_the_example_gen_refuses_it(model_dir, tmp_path):
+    write_wav(str(tmp_path / "zeros.wav"), np.zeros(16000 * 3))
+    write_wav(str(tmp_path / "pause.wav"), np.concatenate([np.zeros(16000 * 2), tone(0.5)]))  # heard at the end
+    files = [tmp_path / "zeros.wav", tmp_path / "pause.wav"]
+    assert _predict_cli(model_dir, files, tmp_path / "out") == ExitCode.FAILED
+    assert [os.path.basename(r["file"]) for r in _rows(tmp_path / "out" / "predictions.csv")] == ["pause.wav"]
+    assert [(os.path.basename(r["file"]), r["reason"]) for r in _rows(tmp_path / "out" / "rejects.csv")] == [
+        ("zeros.wav", "digitally silent (every sample zero)")]
+
+
 def test_reject_reasons_are_plain_words(model_dir, tmp_path):
     os.symlink(tmp_path / "gone.wav", tmp_path / "dangling.wav")
     os.symlink(tmp_path / "loop.wav", tmp_path / "loop.wav")

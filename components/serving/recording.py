@@ -24,6 +24,7 @@ import tensorflow as tf
 
 from components import features
 from components.audio import wav_io
+from components.ingest.segments import SILENT
 
 Enhance = Callable[[np.ndarray, float, float], np.ndarray]  # (chunk, mean, std) -> enhanced chunk
 
@@ -150,10 +151,12 @@ class RecordingModel:
                  min_window_s: float = 0.2) -> RecordingResult:
         """Per-window labels and probabilities over the whole recording, and its aggregate; a
         last window under min_window_s is left out (as the ExampleGen's data.min_segment_s),
-        and a recording shorter than that is refused (wav_io.AudioError), as the ExampleGen does."""
+        and a recording shorter than that, or digitally silent throughout, is refused
+        (wav_io.AudioError), as the ExampleGen does (NaN samples too: `audio.window` raises)."""
         window_s = self.window_samples / features.SAMPLE_RATE
         hop_s = hop_s or window_s
         starts, ends, probabilities, names = [], [], [], []
+        heard = False
         with wav_io.AudioFile(path) as audio:
             if audio.duration_s < min_window_s:
                 raise wav_io.AudioError(f"{audio.duration_s:.3f} s long, shorter than data.min_segment_s "
@@ -161,13 +164,17 @@ class RecordingModel:
             spans = window_starts(audio.duration_s, window_s, hop_s, min_window_s)
             for i in range(0, len(spans), batch_size):
                 batch = spans[i:i + batch_size]
-                wavs = [wav_io.encode_pcm16_wav(audio.window(s, e)) for s, e in batch]
+                windows = [audio.window(s, e) for s, e in batch]
+                heard = heard or any(np.any(w) for w in windows)
+                wavs = [wav_io.encode_pcm16_wav(w) for w in windows]
                 out = self.serve_wav(wavs)
                 probabilities.append(out[features.OUT_PROBABILITIES].numpy())
                 names += [v.decode() for v in out[features.OUT_LABEL].numpy()]
                 starts += [s for s, _ in batch]
                 ends += [e for _, e in batch]
             duration = audio.duration_s
+        if not heard:
+            raise wav_io.AudioError(SILENT)
         probs = np.concatenate(probabilities)
         weights = np.asarray(ends) - np.asarray(starts)
         mean = (probs * weights[:, None]).sum(0) / weights.sum()
