@@ -207,6 +207,7 @@ def test_a_run_ends_on_its_exit_code_line_with_no_ignored_exception_from_tensorf
     from components.ingest import report as ingest_report
     from tests.audio_helpers import tone, write_wav
     from tests.test_ingest_bad_entries import BAD_ENTRIES
+    from tests.test_wav_example_gen import _write_metadata
 
     for speaker in range(6):
         for word, freq in (("yes", 440.0), ("no", 660.0)):
@@ -215,6 +216,7 @@ def test_a_run_ends_on_its_exit_code_line_with_no_ignored_exception_from_tensorf
     hostile = {}
     for make in BAD_ENTRIES.values():
         hostile.update(make(tmp_path / "data" / "yes"))
+    _write_metadata(tmp_path / "data" / "metadata.csv", [{"file_name": "./yes//a.wav", "label": "yes"}])  # one file
     settings = [f"data.input_base={tmp_path / 'data'}", f"output_dir={tmp_path / 'out'}", "data.segment_s=0.5",
                 "data.split_buckets={train: 2, eval: 1, test: 1}", "trainer.backbone=logmel_cnn",
                 "trainer.epochs=1", "report.enabled=false",
