@@ -385,3 +385,42 @@ def test_an_empty_training_split_is_a_clear_error_not_an_endless_wait(transforme
     examples = tfx_executors._artifact(type(input_dict["examples"][0]), empty, ["train", "eval"])
     with pytest.raises(ValueError, match=r"training split has no examples \(.*Split-train"):
         tfx_executors.run_trainer(dict(input_dict, examples=[examples]), _config(), tmp_path / "m", tmp_path / "r")
+
+
+def test_the_attenuation_limit_mixes_the_noisy_input_back_in_every_served_output(transformed, tmp_path):
+    """trainer.denoiser.attenuation_limit_db (DeepFilterNet's atten_lim): served enhanced audio =
+    (1 - g) x the denoiser's + g x the noisy input, g = 10^(-limit/20); one model exported both ways."""
+    import io
+
+    import soundfile
+
+    from components.audio import wav_io
+    from components.models.model import build_model, input_keys
+    from components.serving.export import export_saved_model
+
+    _, input_dict = transformed
+    config = load_config(None, ["trainer.backbone=logmel_cnn", "features.clip_seconds=0.3",
+                                "trainer.denoiser.enabled=true", "trainer.denoiser.design=dtln",
+                                "trainer.denoiser.lstm_units=8", "trainer.denoiser.encoder_size=16"])
+    tto = tft.TFTransformOutput(input_dict["transform_graph"][0].uri)
+    model = build_model(config.trainer, config.features, tto.vocabulary_size_by_name(features.LABEL_VOCAB))
+    raw = _raw_examples(input_dict)[:4]
+    wavs = tf.constant([_value(e, features.AUDIO) for e in raw])
+    served = {}
+    for limit in (None, 10.0):
+        export_dir = str(tmp_path / f"limit-{limit}")
+        export_saved_model(model, tto, input_keys(config.trainer), config.features.num_samples, export_dir, limit)
+        loaded = tf.saved_model.load(export_dir)
+        served[limit] = (loaded.signatures["serving_default"](examples=tf.constant([e.SerializeToString() for e in raw])),
+                         loaded.signatures["denoise_wav"](wav=wavs[0]))
+    share = 10.0 ** (-10.0 / 20.0)
+    noisy = tto.transform_raw_features({features.AUDIO: tf.reshape(wavs, [-1, 1])})[features.WAVEFORM]
+    plain, limited = served[None][0][features.OUT_ENHANCED], served[10.0][0][features.OUT_ENHANCED]
+    assert not np.allclose(plain, noisy, atol=1e-3)  # the denoiser changes the audio: the mix is visible
+    np.testing.assert_allclose(limited, (1 - share) * plain + share * noisy, atol=1e-5)
+
+    def samples(out):
+        return soundfile.read(io.BytesIO(out[features.OUT_ENHANCED_WAV].numpy()), dtype="float32")[0]
+    noisy_wav = wav_io.decode_to_mono_16k(_value(raw[0], features.AUDIO))
+    np.testing.assert_allclose(samples(served[10.0][1]), (1 - share) * samples(served[None][1]) + share * noisy_wav,
+                               atol=3 / 32768)  # PCM16 rounding of three signals

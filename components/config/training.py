@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Annotated, Any, Dict, List, Literal
+from typing import Annotated, Any, Dict, List, Literal, Optional
 
 from pydantic import Field
 
@@ -123,6 +123,10 @@ class DenoiserConfig:
         True, "off: the denoiser's weights stay as warm_start gives them and only the classifier trains, on "
               "its output (the way a pretrained front end is kept, like wav2vec2's frozen feature encoder): a "
               "denoiser trained on real recordings is not pulled towards the training set's own noises")
+    attenuation_limit_db: Optional[Positive] = setting(
+        None, "served output only (not training): at most this much attenuation, the enhanced audio "
+              "mixed with the noisy input at -limit dB (DeepFilterNet's atten_lim): less damage to the "
+              "speech for a cap on the noise removed; null: none")
     frame_length: PositiveInt = setting(512, "32 ms")
     frame_step: PositiveInt = setting(128, "8 ms")
     fft_length: PositiveInt = setting(512, "FFT size of the denoiser's STFT")

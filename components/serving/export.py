@@ -13,14 +13,15 @@ Signatures:
 Variables `window_samples` (the model's window) and `label_names` (the classes, in
 probability order) tell clients what the signatures take and give.
 With the denoiser, `enhanced` is the enhanced waveform at the Transform's
-normalized scale, and `enhanced_wav` the enhanced audio at the input's level as
+normalized scale (with `trainer.denoiser.attenuation_limit_db`, mixed with the
+noisy input at -limit dB in every signature), and `enhanced_wav` the enhanced audio at the input's level as
 16 kHz mono PCM16 WAV bytes; in the first two signatures both cover the model's
 window (`features.clip_seconds`), as the classifier does.
 None of them applies SpecAugment or latent masking: the model runs with training=False.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Optional, Sequence
 
 import tensorflow as tf
 import tensorflow_transform as tft
@@ -32,9 +33,12 @@ from components.transform.preprocessing import decode_16k, normalize
 
 class _ServingModule(tf.Module):
     def __init__(self, model: keras.Model, tf_transform_output: tft.TFTransformOutput,
-                 input_keys: Sequence[str], window_samples: int):
+                 input_keys: Sequence[str], window_samples: int, attenuation_limit_db: Optional[float] = None):
         super().__init__()
         self.model = model
+        # DeepFilterNet's attenuation limit (Schroeter et al. 2022; `enhance.py --atten-lim`): the noisy
+        # input mixed back at -limit dB, linear in the waveform, so any signature can apply it
+        self._noisy_share = 0.0 if attenuation_limit_db is None else 10.0 ** (-attenuation_limit_db / 20.0)
         self.tft_layer = tf_transform_output.transform_features_layer()
         self.labels = tf.constant(tf_transform_output.vocabulary_by_name(features.LABEL_VOCAB))
         self.label_names = tf.Variable(self.labels, trainable=False, name="label_names")
@@ -54,8 +58,15 @@ class _ServingModule(tf.Module):
         result = {features.OUT_PROBABILITIES: probabilities,
                   features.OUT_LABEL: tf.gather(self.labels, tf.argmax(probabilities, axis=-1))}
         if features.OUT_ENHANCED in outputs:
-            result[features.OUT_ENHANCED] = outputs[features.OUT_ENHANCED]
+            result[features.OUT_ENHANCED] = self._limited(outputs[features.OUT_ENHANCED],
+                                                          transformed[features.WAVEFORM])
         return result
+
+    def _limited(self, enhanced, noisy):
+        """The enhanced audio with the noisy input mixed back in (attenuation_limit_db)."""
+        if not self._noisy_share:
+            return enhanced
+        return (1.0 - self._noisy_share) * enhanced + self._noisy_share * noisy
 
     @staticmethod
     def _to_wav(enhanced, transformed):
@@ -91,7 +102,8 @@ class _ServingModule(tf.Module):
     def _enhance(self, audio, mean, std):
         """The denoiser on [samples] at the input's level, normalized by (mean, std) as the
         Transform normalizes an utterance, and scaled back."""
-        return self.model.denoiser(((audio - mean) / std)[tf.newaxis], training=False)[0] * std + mean
+        return self._limited(self.model.denoiser(((audio - mean) / std)[tf.newaxis], training=False)[0] * std + mean,
+                             audio)
 
     def _denoise_wav(self, wav):
         """The denoiser over a whole recording, normalized as the Transform does."""
@@ -105,11 +117,12 @@ class _ServingModule(tf.Module):
 
 
 def export_saved_model(model: keras.Model, tf_transform_output: tft.TFTransformOutput,
-                       input_keys: Sequence[str], window_samples: int, export_dir: str) -> None:
+                       input_keys: Sequence[str], window_samples: int, export_dir: str,
+                       attenuation_limit_db: Optional[float] = None) -> None:
     """Writes the SavedModel with its signatures; `model` must be float32."""
     if model.dtype_policy.name != "float32":  # float16 serving is slow on CPUs and in TFMA
         raise ValueError(f"export needs a float32 model, got policy {model.dtype_policy.name}")
-    module = _ServingModule(model, tf_transform_output, input_keys, window_samples)
+    module = _ServingModule(model, tf_transform_output, input_keys, window_samples, attenuation_limit_db)
     signatures = {"serving_default": module.serve_examples,
                   "transform_features": module.transform_features,
                   "serve_wav": module.serve_wav}

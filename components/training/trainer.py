@@ -147,7 +147,7 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
     finally:
         keras.mixed_precision.set_global_policy("float32")
     export_saved_model(model, tf_transform_output, input_keys(tcfg), cfg.features.num_samples,
-                       fn_args.serving_model_dir)
+                       fn_args.serving_model_dir, tcfg.denoiser.attenuation_limit_db)
     if model.denoiser is not None:  # what trainer.denoiser.warm_start takes
         denoiser_weights.save(model.denoiser, fn_args.serving_model_dir)
     resume.mark(fn_args.model_run_dir, resume.DONE_FILE, "")
