@@ -411,7 +411,8 @@ def test_the_attenuation_limit_mixes_the_noisy_input_back_in_every_served_output
         export_dir = str(tmp_path / f"limit-{limit}")
         export_saved_model(model, tto, input_keys(config.trainer), config.features.num_samples, export_dir, limit)
         loaded = tf.saved_model.load(export_dir)
-        served[limit] = (loaded.signatures["serving_default"](examples=tf.constant([e.SerializeToString() for e in raw])),
+        examples = tf.constant([e.SerializeToString() for e in raw])
+        served[limit] = (loaded.signatures["serving_default"](examples=examples),
                          loaded.signatures["denoise_wav"](wav=wavs[0]))
     share = 10.0 ** (-10.0 / 20.0)
     noisy = tto.transform_raw_features({features.AUDIO: tf.reshape(wavs, [-1, 1])})[features.WAVEFORM]
