@@ -53,17 +53,42 @@ def add_arguments(parser) -> None:
     """The flags every whole-recording benchmark takes: the models, the seed, the results file."""
     parser.add_argument("--model", action="append", default=[], metavar="[NAME=]DIR",
                         help="a pushed model (or the Pusher's base directory); repeat to compare several")
+    parser.add_argument("--attenuation-limit", type=float, nargs="+", default=[], metavar="DB",
+                        help="also each model with its output mixed with the noisy input at -DB dB (what "
+                             "trainer.denoiser.attenuation_limit_db serves), for tuning the setting")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default=None, help="the results file (benchmarks/RESULTS-<benchmark>.md)")
 
 
-def methods_with(models: Sequence[str]) -> Tuple[Dict[str, Method], str]:
-    """The baselines and each `[NAME=]DIR` model; and a note naming the models."""
+def limited(enhance: Method, limit_db: float) -> Method:
+    """`enhance` with the noisy input mixed back at -limit_db dB, the formula of
+    trainer.denoiser.attenuation_limit_db (components/serving/export.py)."""
+    share = 10.0 ** (-limit_db / 20.0)
+    return lambda noisy, sr: (1.0 - share) * enhance(noisy, sr) + share * noisy
+
+
+def _last_output(enhance: Method) -> Method:
+    """`enhance` that reuses its output while it is called on the same array (the limited variants)."""
+    last = [None, None]
+
+    def once(noisy: np.ndarray, sr: int) -> np.ndarray:
+        if last[0] is not noisy:
+            last[:] = noisy, enhance(noisy, sr)
+        return last[1]
+    return once
+
+
+def methods_with(models: Sequence[str], attenuation_limits: Sequence[float] = ()) -> Tuple[Dict[str, Method], str]:
+    """The baselines and each `[NAME=]DIR` model (and each with each attenuation limit); and a note
+    naming the models."""
     methods, notes = dict(METHODS), []
     for given in models:
         name, _, path = given.rpartition("=")
         name = name or (PROJECT if len(models) == 1 else path)
-        model_dir, methods[name] = denoise_wav(path)
+        model_dir, enhance = denoise_wav(path)
+        methods[name] = enhance = _last_output(enhance)
+        for limit in attenuation_limits:
+            methods[f"{name} limited to {limit:g} dB"] = limited(enhance, limit)
         notes.append(f"{name}: {model_dir}")
     return methods, (f" Models (`denoise_wav`): {'; '.join(notes)}." if notes else "")
 

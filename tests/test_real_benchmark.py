@@ -64,3 +64,29 @@ def test_doing_nothing_scores_zero_and_the_reference_scores_high(tmp_path):
     assert all(values and min(values) > 1.0 for values in pesq_oracle.values())  # wideband and narrowband
     dnsmos_nothing = [v for (m, name, *_), vs in scores.items() for v in vs if m == "nothing" and name == "DNSMOSi"]
     assert len(dnsmos_nothing) == len(mixtures) // 2 and np.allclose(dnsmos_nothing, 0, atol=1e-6)  # wideband only
+
+
+def test_an_attenuation_limit_caps_what_the_reference_method_gains_at_the_limit(tmp_path):
+    """The limited variant serves (1 - g) x the method's output + g x the noisy input, g = 10^(-limit/20):
+    for the clean reference itself the noise left is the noisy input's at -limit dB, so its SNR
+    improvement is the limit; the method is run once per recording however many variants there are."""
+    corpus = _corpus(tmp_path)
+    clean = real_denoise.recordings(str(corpus / "speech_test"), "validation", 1)
+    noise = real_denoise.noises(str(corpus / "noise_test"), "validation")
+    mixtures = list(real_denoise.mixtures(clean, noise, seed=0))
+    references = {id(x): ref for _, _, _, x, ref in mixtures}
+    calls = []
+
+    def oracle(noisy, sr):
+        calls.append(id(noisy))
+        return references[id(noisy)]
+    once = whole_recordings._last_output(oracle)
+    methods = {"oracle": once, **{f"oracle limited to {db:g} dB": whole_recordings.limited(once, db)
+                                  for db in (6.0, 12.0)}}
+    scores, _, _ = whole_recordings.score(mixtures, methods)
+    assert len(calls) == len(mixtures)
+    for db in (6.0, 12.0):
+        for snr in real_denoise.SNRS_DB:
+            # the noisy input's SNR is snr (wideband); the limited reference's is snr + db
+            gains = scores[(f"oracle limited to {db:g} dB", "SNRi", "wideband", "music", snr)]
+            np.testing.assert_allclose(gains, db, atol=0.05)
