@@ -1,7 +1,7 @@
 """Benchmark: does the keyword label depend on where the word sits in the window?
 
     .venv/bin/python -m benchmarks.keyword_offsets --model outputs/demo/serving \
-        [--model NAME=DIR ...] [--heldout data/demo_heldout] [--out benchmarks/RESULTS-keyword_offsets.md]
+        [--model NAME=DIR ...] [--heldout data/demo_heldout/validation] [--out benchmarks/RESULTS-keyword_offsets.md]
 
 Recorded keywords rarely start at the window's first sample: Speech Commands' clips hold each
 word somewhere in one second. Every clip of the held-out corpus (pipeline/datagen/heldout.py:
@@ -50,7 +50,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--model", action="append", required=True,
                         help="NAME=DIR or DIR: a pushed model, or a serving dir (its newest push); repeatable")
-    parser.add_argument("--heldout", default="data/demo_heldout", help="the held-out corpus (metadata.csv)")
+    parser.add_argument("--heldout", default="data/demo_heldout/validation",
+                        help="the held-out corpus part (metadata.csv); its test part is read once per configuration")
     parser.add_argument("--out", help="the results file to write")
     args = parser.parse_args()
     with open(os.path.join(args.heldout, "metadata.csv"), newline="") as f:

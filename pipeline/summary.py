@@ -76,6 +76,13 @@ class RunSummary:
         diff = self.heldout_metrics.get(f"{metric}_diff")
         return None if diff is None else self.heldout_metrics[metric] - diff
 
+    def heldout_corpus(self) -> str:
+        """The held-out corpus the HeldoutEvaluator read (its last two folders: `demo_heldout/test`
+        says the part, docs/generalization.md), '' without one."""
+        execution = self.executions.get("HeldoutExampleGen")
+        base = str(prop(execution, "input_base") or "") if execution is not None else ""
+        return "/".join(base.rstrip("/").split("/")[-2:])
+
     def text(self) -> str:
         lines = [f"tfx-audio run {self.run_id}"]
         lines.append("  components: " + ", ".join(f"{k}={v}" for k, v in sorted(self.node_states.items())))
@@ -97,7 +104,7 @@ class RunSummary:
         lines += _slice_table("by slice", self.slice_metrics)
         if self.heldout_metrics:
             held = self.heldout_metrics
-            lines.append("  in-domain (test) vs held-out: " + ", ".join(
+            lines.append(f"  in-domain (test) vs held-out ({self.heldout_corpus() or 'held-out'}): " + ", ".join(
                 f"{m} {self.metrics.get(m, float('nan')):.4g} vs {held[m]:.4g}"
                 + (f" (latest blessed model: {self.heldout_baseline(m):.4g})" if m + "_diff" in held else "")
                 for m in _SIDE_BY_SIDE if m in held))

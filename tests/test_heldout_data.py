@@ -29,13 +29,36 @@ def test_no_held_out_voice_or_noise_kind_is_one_the_training_generates():
     assert not set(heldout.HELDOUT_NOISE_KINDS) & set(keywords.NOISE_KINDS + keywords.MORE_NOISE_KINDS)
 
 
+def test_the_test_part_shares_no_voice_family_with_the_training_or_the_validation_part():
+    test = {name.split("+")[1].lower() for _, name, *_ in heldout.voices(seed=0, part="test")}
+    assert test == {v.lower() for v in heldout.TEST_VARIANTS}
+    seen = {v.lower() for v in keywords.VARIANTS + keywords.MORE_VARIANTS + heldout.HELDOUT_VARIANTS
+            + heldout.FLITE_VOICES}
+    assert not [(t, v) for t in test for v in seen if v in t or t in v]  # no kin either way (steph2, anikaRobot)
+    groups = [group for group, *_ in heldout.voices(seed=0, part="test")]
+    assert len(set(groups)) == len(heldout.TEST_VARIANTS) * len(heldout.ESPEAK_VOICES)
+    assert len(groups) == heldout.TAKES * len(set(groups))
+
+
+def test_the_test_part_is_its_own_corpus_and_validation_is_unchanged_by_it(tmp_path):
+    val = heldout.generate(str(tmp_path / "v"), words=("yes",), voice_count=2)
+    test = heldout.generate(str(tmp_path / "t"), words=("yes",), voice_count=4, part="test")
+    assert test == {"files": 20, "utterances": 4, "voices": 2, "words": 1}  # two voices, two takes each
+    names = {part: {row["file_name"] for row in csv.DictReader(open(tmp_path / part / "metadata.csv"))}
+             for part in ("v", "t")}
+    assert not names["v"] & names["t"] and val["files"] == 10
+    assert all("_take" in name for name in names["t"])
+    with pytest.raises(ValueError, match="part 'train'"):
+        heldout.generate(str(tmp_path / "x"), part="train")
+
+
 def test_every_voice_variant_either_corpus_names_is_one_espeak_ng_has():
     # espeak-ng speaks an unknown variant (say "Mr") in its default voice without a word, so a
     # misspelt name would quietly add a duplicate of another speaker.
     version = subprocess.run(["espeak-ng", "--version"], check=True, capture_output=True, text=True).stdout
     data_dir = re.search(r"Data at: (.+)", version).group(1).strip()  # where espeak-ng reads voices
     installed = set(os.listdir(os.path.join(data_dir, "voices", "!v")))
-    named = set(keywords.VARIANTS + keywords.MORE_VARIANTS + heldout.HELDOUT_VARIANTS)
+    named = set(keywords.VARIANTS + keywords.MORE_VARIANTS + heldout.HELDOUT_VARIANTS + heldout.TEST_VARIANTS)
     assert len(installed) > 50 and not named - installed, sorted(named - installed)
 
 

@@ -107,6 +107,8 @@ def assert_heldout_evaluated(run):
         assert slices[f"{features.CHANNEL}={ch},{features.SNR_BUCKET}={features.NO_REFERENCE}"]["example_count"] == 8
     assert f"sparse_categorical_accuracy {run.metrics['sparse_categorical_accuracy']:.4g} vs " \
            f"{held['sparse_categorical_accuracy']:.4g}" in run.text()
+    # which corpus (and so which part: demo_heldout/validation or demo_heldout/test) the figures are from
+    assert run.heldout_corpus().endswith("/heldout") and f"vs held-out ({run.heldout_corpus()}):" in run.text()
 
 
 def _kill_in_training(overrides, config) -> int:

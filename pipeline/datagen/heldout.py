@@ -1,6 +1,11 @@
 """Seeded held-out evaluation corpus: voices, noises and a channel the demo never trains on.
 
-    python -m pipeline.datagen.heldout --out data/demo_heldout
+    python -m pipeline.datagen.heldout --part validation   # data/demo_heldout/validation
+    python -m pipeline.datagen.heldout --part test         # data/demo_heldout/test
+
+Two parts with no voice in common: `validation` (FLITE_VOICES and HELDOUT_VARIANTS), read as
+often as tuning needs, and `test` (TEST_VARIANTS, each voice in TAKES takes at their own pace and
+pitch; new noise realizations), read once per reported configuration (docs/generalization.md).
 
 The generalization protocol (docs/generalization.md). Every condition here is outside
 what pipeline/datagen/keywords.py generates for training:
@@ -41,6 +46,10 @@ from pipeline.datagen.keywords import SR, WORDS, at_speech_level, trim_and_level
 
 FLITE_VOICES = ("kal16", "awb", "rms", "slt")
 HELDOUT_VARIANTS = ("Andy", "Annie", "anika", "Michael", "grandpa", "steph")
+# The test part's: espeak-ng variants of no family the training or the validation part speaks in
+TEST_VARIANTS = ("announcer", "kaukovalta", "croak", "Demonic")
+TAKES = 2
+PARTS = ("validation", "test")
 ESPEAK_VOICES = ("en-us", "en-gb")
 HELDOUT_NOISE_KINDS = ("fan", "keyboard", "music", "alarm")
 CHANNELS = ("wideband", "mobile")
@@ -48,9 +57,14 @@ SNRS_DB = (0.0, 5.0, 10.0)
 Voice = Tuple[str, str, float, int]  # (group, name, speed factor, pitch)
 
 
-def voices(seed: int) -> List[Voice]:
-    """Every held-out voice once, with its own speed (and, for espeak-ng, pitch)."""
+def voices(seed: int, part: str = "validation") -> List[Voice]:
+    """Every voice of the part, with its own speed (and, for espeak-ng, pitch): validation's each
+    once, the test part's each English voice of each variant in TAKES takes."""
     rng = np.random.default_rng(seed)
+    if part == "test":
+        return [(f"espeak:{accent}+{variant}", f"{accent}+{variant}", float(rng.uniform(0.85, 1.2)),
+                 int(rng.integers(25, 76))) for variant in TEST_VARIANTS for accent in ESPEAK_VOICES
+                for _ in range(TAKES)]
     out: List[Voice] = [(f"flite:{v}", v, float(rng.uniform(0.85, 1.2)), 0) for v in FLITE_VOICES]
     for variant in HELDOUT_VARIANTS:
         voice = f"{ESPEAK_VOICES[int(rng.integers(len(ESPEAK_VOICES)))]}+{variant}"
@@ -153,18 +167,23 @@ def _write(out: str, name: str, audio: np.ndarray) -> np.ndarray:
 
 
 def generate(out: str, words: Sequence[str] = WORDS, seed: int = 0, workers: int = 4,
-             voice_count: int = 0) -> Dict[str, int]:
-    """Writes the held-out corpus (all voices, or the first `voice_count`); the same
-    arguments always write the same files."""
-    spk = voices(seed)[:voice_count or None]
+             voice_count: int = 0, part: str = "validation") -> Dict[str, int]:
+    """Writes the part of the held-out corpus (all its voices, or the first `voice_count`); the
+    same arguments always write the same files (the test part's noise from another seed)."""
+    if part not in PARTS:
+        raise ValueError(f"part {part!r}: one of {PARTS}")
+    spk = voices(seed, part)[:voice_count or None]
     jobs = [(w, v) for v in spk for w in words]
     with ThreadPoolExecutor(workers) as pool:  # the synthesizers run as subprocesses
         clips = list(pool.map(lambda job: speak(*job), jobs))
-    rng = np.random.default_rng(seed + 1)
-    rows = []
+    rng = np.random.default_rng(seed + (1 if part == "validation" else 1001))
+    rows, takes = [], {}
     for i, ((word, (group, _, _, _)), clean) in enumerate(zip(jobs, clips)):
         os.makedirs(os.path.join(out, word), exist_ok=True)
         stem = f"{word}/{group.replace(':', '_').replace('+', '_')}"
+        if part == "test":  # a voice's takes
+            takes[stem] = takes.get(stem, 0) + 1
+            stem += f"_take{takes[stem]}"
         references = {}
         mode = int(rng.integers(len(channel.AMR_NB_KBPS)))  # the utterance's calls' bit rate
         for ch in CHANNELS:
@@ -183,19 +202,23 @@ def generate(out: str, words: Sequence[str] = WORDS, seed: int = 0, workers: int
         writer = csv.writer(f)
         writer.writerow(features.METADATA_COLUMNS)
         writer.writerows(rows)
-    return {"files": len(rows), "utterances": len(clips), "voices": len(spk), "words": len(words)}
+    return {"files": len(rows), "utterances": len(clips), "voices": len({group for group, *_ in spk}),
+            "words": len(words)}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--out", default="data/demo_heldout")
+    parser.add_argument("--part", choices=PARTS, default="validation",
+                        help="validation: tune on it; test: read once per reported configuration")
+    parser.add_argument("--out", default=None, help="default data/demo_heldout/<part>")
     parser.add_argument("--words", type=int, default=len(WORDS), help="first N of the 10 keywords")
     parser.add_argument("--voices", type=int, default=0, help="first N held-out voices (0: all)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    counts = generate(args.out, WORDS[:args.words], args.seed, voice_count=args.voices)
-    print(f"held-out data: {counts['files']} files ({counts['utterances']} utterances, {counts['voices']} voices, "
-          f"{counts['words']} words) in {args.out}")
+    out = args.out or os.path.join("data", "demo_heldout", args.part)
+    counts = generate(out, WORDS[:args.words], args.seed, voice_count=args.voices, part=args.part)
+    print(f"held-out data, {args.part} part: {counts['files']} files ({counts['utterances']} utterances, "
+          f"{counts['voices']} voices, {counts['words']} words) in {out}")
 
 
 if __name__ == "__main__":

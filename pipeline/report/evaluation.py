@@ -156,8 +156,9 @@ def _heldout(run: summary.RunSummary) -> List[Item]:
             for m in _SLICE_COLUMNS if m in held]
     items = [Item("in_domain_vs_heldout", "In-domain (test split) and held-out conditions side by side", rows,
                   caption="held-out: voices, noise kinds and a channel the training never saw "
-                          "(evaluator.heldout_base), for this model and (heldout_baseline) the latest "
-                          "blessed one; reported, not gated")]
+                          f"(evaluator.heldout_base: {run.heldout_corpus() or 'unknown'}; its validation part is "
+                          "for tuning, its test part read once per reported configuration), for this model and "
+                          "(heldout_baseline) the latest blessed one; reported, not gated")]
     single = [row for row in _slice_rows(run.heldout_slice_metrics) if "," not in row["slice"] and ACCURACY in row]
     single.sort(key=lambda row: (row["slice"].split("=")[0], _order(row["slice"].split("=", 1)[1])))
     if single:
