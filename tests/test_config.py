@@ -129,3 +129,12 @@ def test_kubeflow_resources_pair_accelerator_settings_and_keep_defaults_when_one
     assert (beam.cpu, beam.memory_gb) == (3.0, 8.0)
     with pytest.raises(ConfigError, match=r"metadata.backend: got 'postgres'"):
         load_config(None, ["metadata.backend=postgres"])
+
+
+def test_the_components_cache_keys_ignore_which_held_out_corpus_is_scored():
+    """Reading the held-out test part (evaluator.heldout_base) must leave the Trainer's custom_config, and
+    so its cache key, as it was: only the held-out nodes run again. A setting a component reads still counts."""
+    validation = load_config(None, ["evaluator.heldout_base=data/demo_heldout/validation"])
+    test = load_config(None, ["evaluator.heldout_base=data/demo_heldout/test", "evaluator.heldout_file_pattern=*.wav"])
+    assert validation.components_dict() == test.components_dict()
+    assert load_config(None, ["evaluator.min_accuracy=0.9"]).components_dict() != validation.components_dict()

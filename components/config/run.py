@@ -208,10 +208,15 @@ class PipelineConfig:
 
     def components_dict(self) -> Dict[str, Any]:
         """What the components get (custom_config): the settings of how the pipeline is run
-        (cache, metadata store, Kubeflow resources, the report) left at their defaults, so that
-        changing them does not change the components' cache keys (TFX keys on custom_config)."""
-        return dataclasses.replace(self, enable_cache=False, metadata=MetadataConfig(),
-                                   kubeflow=KubeflowConfig(), report=ReportConfig()).to_dict()
+        (cache, metadata store, Kubeflow resources, the report) and which held-out corpus is scored
+        (the HeldoutExampleGen's own input, read by no component from here) left at their defaults,
+        so that changing them does not change the components' cache keys (TFX keys on custom_config):
+        reading the held-out test part re-runs the held-out nodes only."""
+        defaults = EvaluatorConfig()
+        evaluator = dataclasses.replace(self.evaluator, heldout_base=defaults.heldout_base,
+                                        heldout_file_pattern=defaults.heldout_file_pattern)
+        return dataclasses.replace(self, enable_cache=False, metadata=MetadataConfig(), kubeflow=KubeflowConfig(),
+                                   report=ReportConfig(), evaluator=evaluator).to_dict()
 
     @classmethod
     def from_dict(cls, values: Dict[str, Any]) -> "PipelineConfig":
