@@ -57,7 +57,7 @@ def test_an_out_of_range_value_is_refused_naming_the_key_the_value_and_the_range
     ("data.unlabelled_spans=keep", "data.unlabelled_spans: got 'keep'", "'drop' or 'background'"),
     ("trainer.objective=both", "trainer.objective: got 'both'", "'classify', 'denoise' or 'joint'"),
     ("trainer.precision=fp16", "trainer.precision: got 'fp16'", "'mixed_float16'"),
-    ("trainer.backbone=resnet", "trainer.backbone: got 'resnet'", "'wav2vec2' or 'logmel_cnn'"),
+    ("trainer.backbone=resnet", "trainer.backbone: got 'resnet'", "'wav2vec2', 'logmel_cnn' or 'bc_resnet'"),
     ("trainer.spec_augment.policy=XL", "trainer.spec_augment.policy: got 'XL'", "'LB'"),
 ])
 def test_a_value_outside_the_choices_is_refused_naming_the_choices(override, named, allowed):

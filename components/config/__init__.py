@@ -21,6 +21,7 @@ from components.config.run import (
                                    TrainerResources,
 )
 from components.config.training import (
+                                   LOGMEL_BACKBONES,
                                    SPEC_AUGMENT_POLICIES,
                                    AugmentConfig,
                                    BackgroundConfig,
@@ -34,6 +35,6 @@ from components.config.training import (
 
 __all__ = ["ConfigError", "INGEST_OPTIONS", "DataConfig", "FeatureConfig", "ValidationConfig", "load_config",
            "BeamResources", "EvaluatorConfig", "KubeflowConfig", "MetadataConfig", "PipelineConfig", "ReportConfig",
-           "Resources", "StepResources", "TrainerResources", "SPEC_AUGMENT_POLICIES", "AugmentConfig",
-           "BackgroundConfig", "ContextConfig", "DenoiserConfig", "SpecAugmentConfig", "TrainerConfig", "VtlpConfig",
-           "Wav2Vec2Config"]
+           "Resources", "StepResources", "TrainerResources", "LOGMEL_BACKBONES", "SPEC_AUGMENT_POLICIES",
+           "AugmentConfig", "BackgroundConfig", "ContextConfig", "DenoiserConfig", "SpecAugmentConfig",
+           "TrainerConfig", "VtlpConfig", "Wav2Vec2Config"]

@@ -179,12 +179,19 @@ class BackgroundConfig:
     max_noise_mb: PositiveInt = setting(256, "the recordings are held in memory (float32): a clear error past this")
 
 
+LOGMEL_BACKBONES = ("logmel_cnn", "bc_resnet")  # the backbones that read the log-mel
+
+
 @dataclasses.dataclass
 class TrainerConfig:
     """Defaults are the wav2vec2 classification recipe known to work (Hugging Face's
     run_audio_classification: lr 3e-5, warmup 0.1, feature encoder frozen, 32 x 4
     accumulation); the demo config switches to the CPU-sized log-mel CNN."""
-    backbone: Literal["wav2vec2", "logmel_cnn"] = setting("wav2vec2", "wav2vec2 | logmel_cnn")
+    backbone: Literal["wav2vec2", "logmel_cnn", "bc_resnet"] = setting(
+        "wav2vec2", "wav2vec2 | logmel_cnn | bc_resnet (BC-ResNet, Kim et al. 2021: a keyword-spotting design on the "
+                    "log-mel, as small as logmel_cnn's input)")
+    bc_resnet_width: PositiveInt = setting(
+        3, "bc_resnet: its width multiplier tau (BC-ResNet-tau; 3: about 50 k parameters, 8: about 320 k)")
     epochs: PositiveInt = setting(5, "passes over the training split")
     batch_size: PositiveInt = setting(32, "per replica; the global batch is this times the replicas")
     grad_accum_steps: PositiveInt = setting(4, "optimizer step every N batches")
@@ -254,9 +261,9 @@ class TrainerConfig:
         if self.denoiser.enabled and not self.denoiser.trainable and self.objective != "classify":
             raise ValueError(f"trainer.objective={self.objective} trains the denoiser, which "
                              f"trainer.denoiser.trainable=false holds: set trainer.objective=classify")
-        if self.mel_norm == "utterance" and not (self.denoiser.enabled and self.backbone == "logmel_cnn"):
+        if self.mel_norm == "utterance" and not (self.denoiser.enabled and self.backbone in LOGMEL_BACKBONES):
             raise ValueError("trainer.mel_norm=utterance normalizes the log-mel the model computes from the "
-                             "denoiser's output (trainer.denoiser.enabled=true, trainer.backbone=logmel_cnn); "
+                             "denoiser's output (trainer.denoiser.enabled=true, a log-mel trainer.backbone); "
                              "otherwise the Transform normalizes it per bin over the training split")
         if self.background.probability:
             if not self.background.noise_base:

@@ -10,6 +10,8 @@ Backbones, picked by `trainer.backbone`:
   layer-norm feature encoders), from a local save_pretrained directory, a hub id,
   or a config.
 - `logmel_cnn`: a small CNN on normalized log-mel features, for CPU-only runs.
+- `bc_resnet`: BC-ResNet (Kim et al., Interspeech 2021), a keyword-spotting design on
+  the same log-mel: frequency-wise depthwise convolutions, broadcast temporal ones.
 """
 from __future__ import annotations
 
@@ -20,13 +22,13 @@ import tf_keras as keras
 import transformers
 
 from components import features
-from components.config import FeatureConfig, TrainerConfig, Wav2Vec2Config
+from components.config import LOGMEL_BACKBONES, FeatureConfig, TrainerConfig, Wav2Vec2Config
 from components.models.denoiser import build_denoiser
 from components.training import context, vtlp
 from components.transform.preprocessing import log_mel, normalize, spec_augment_batch
 
 # Which transformed features each backbone reads (without the denoiser).
-BACKBONE_INPUTS = {"logmel_cnn": (features.LOG_MEL,),
+BACKBONE_INPUTS = {"logmel_cnn": (features.LOG_MEL,), "bc_resnet": (features.LOG_MEL,),
                    "wav2vec2": (features.WAVEFORM, features.NUM_SAMPLES)}
 _DENOISER_INPUTS = (features.WAVEFORM, features.NUM_SAMPLES)
 
@@ -53,6 +55,67 @@ def _logmel_cnn(num_frames: int, num_mel_bins: int, num_classes: int, dropout: f
     x = keras.layers.Dropout(dropout)(x)
     logits = keras.layers.Dense(num_classes, name="logits", dtype="float32")(x)
     return keras.Model({features.LOG_MEL: inputs}, logits, name="logmel_cnn")
+
+
+def _sub_spectral_norm(x, sub_bands: int):
+    """SubSpectral Normalization (Chang et al. 2021, BC-ResNet's): batch norm with statistics per channel and per
+    band of frequencies ([B, freq, time, ch]; a plain batch norm where the bins do not split into `sub_bands`)."""
+    freq, time, channels = x.shape[1], x.shape[2], x.shape[3]
+    if freq % sub_bands:
+        return keras.layers.BatchNormalization(momentum=0.9)(x)
+    x = keras.layers.Reshape((sub_bands, freq // sub_bands, time, channels))(x)
+    x = keras.layers.BatchNormalization(axis=[1, 4], momentum=0.9)(x)
+    return keras.layers.Reshape((freq, time, channels))(x)
+
+
+def _bc_res_block(x, channels: int, freq_stride: int, dilation: int, dropout: float):
+    """BC-ResBlock (Kim et al. 2021; Qualcomm-AI-research/bcresnet's BCResBlock): f2, a frequency-wise depthwise
+    convolution; f1, a temporal depthwise one on its frequency average, broadcast back over frequency. A
+    transition block (new channels) first maps them with a 1x1 convolution and keeps no identity path."""
+    transition = x.shape[-1] != channels
+    shortcut = x
+    if transition:
+        x = keras.layers.Conv2D(channels, 1, use_bias=False)(x)
+        x = keras.layers.BatchNormalization(momentum=0.9)(x)
+        x = keras.layers.ReLU()(x)
+    x = keras.layers.DepthwiseConv2D((3, 1), strides=(freq_stride, 1), padding="same", use_bias=False)(x)
+    two_d = _sub_spectral_norm(x, 4)
+    x = keras.layers.Lambda(lambda t: tf.reduce_mean(t, axis=1, keepdims=True))(two_d)  # [B, 1, time, ch]
+    x = keras.layers.DepthwiseConv2D((1, 3), dilation_rate=(1, dilation), padding="same", use_bias=False)(x)
+    x = keras.layers.BatchNormalization(momentum=0.9)(x)
+    x = keras.layers.Activation("swish")(x)
+    x = keras.layers.Conv2D(channels, 1, use_bias=False)(x)
+    x = keras.layers.SpatialDropout2D(dropout)(x)
+    x = keras.layers.Add()([two_d, x])  # (broadcast over frequency)
+    if not transition:
+        x = keras.layers.Add()([x, shortcut])
+    return keras.layers.ReLU()(x)
+
+
+def _bc_resnet(num_frames: int, num_mel_bins: int, num_classes: int, width: int, dropout: float = 0.1) -> keras.Model:
+    """BC-ResNet-`width` (Kim et al., "Broadcasted Residual Learning for Efficient Keyword Spotting",
+    Interspeech 2021), as the authors' reference code builds it: a 5x5 head halving frequency, four stages
+    of 2, 2, 4, 4 blocks (frequency halved entering stages 2 and 3, temporal dilation 1, 2, 4, 8), a depthwise
+    5x5 and 1x1 classifier, average pooled. [B, frames, bins] log-mel -> [B, num_classes] logits."""
+    base = 8 * width
+    stage_channels = (base, int(base * 1.5), base * 2, int(base * 2.5))
+    inputs = keras.Input(shape=(num_frames, num_mel_bins), name=features.LOG_MEL)
+    x = keras.layers.Permute((2, 1))(inputs)  # frequency first, as the paper's [freq, time]
+    x = keras.layers.Reshape((num_mel_bins, num_frames, 1))(x)
+    x = keras.layers.Conv2D(base * 2, 5, strides=(2, 1), padding="same", use_bias=False)(x)
+    x = keras.layers.BatchNormalization(momentum=0.9)(x)
+    x = keras.layers.ReLU()(x)
+    for stage, (blocks, channels) in enumerate(zip((2, 2, 4, 4), stage_channels)):
+        for block in range(blocks):
+            x = _bc_res_block(x, channels, 2 if stage in (1, 2) and block == 0 else 1, 2 ** stage, dropout)
+    x = keras.layers.DepthwiseConv2D((min(5, x.shape[1]), 5), padding="valid", use_bias=False)(
+        keras.layers.ZeroPadding2D(((0, 0), (2, 2)))(x))  # the reference pads time only
+    x = keras.layers.Conv2D(base * 4, 1, use_bias=False)(x)
+    x = keras.layers.BatchNormalization(momentum=0.9)(x)
+    x = keras.layers.ReLU()(x)
+    x = keras.layers.GlobalAveragePooling2D()(x)
+    logits = keras.layers.Dense(num_classes, name="logits", dtype="float32")(x)
+    return keras.Model({features.LOG_MEL: inputs}, logits, name="bc_resnet")
 
 
 class Wav2Vec2Classifier(keras.Model):
@@ -135,7 +198,7 @@ class AudioModel(keras.Model):
         self.denoiser = denoiser
         self.feature_cfg = feature_cfg
         self.trainer_cfg = trainer_cfg
-        if denoiser is not None and backbone_name == "logmel_cnn":
+        if denoiser is not None and backbone_name in LOGMEL_BACKBONES:
             self.mel_norm = keras.layers.BatchNormalization(axis=-1, momentum=0.9, name="mel_norm")
 
     def call(self, inputs: Dict[str, tf.Tensor], training: bool = False) -> Dict[str, tf.Tensor]:
@@ -148,7 +211,7 @@ class AudioModel(keras.Model):
         waveform, lengths = inputs[features.WAVEFORM], inputs[features.NUM_SAMPLES]
         valid = tf.sequence_mask(lengths, tf.shape(waveform)[1], dtype=tf.float32)
         enhanced = self.denoiser(waveform, training=training) * valid
-        if self.backbone_name == "logmel_cnn":
+        if self.backbone_name in LOGMEL_BACKBONES:
             mel = log_mel(enhanced, self.feature_cfg)
             if training:
                 mel = vtlp.augment(mel, self.trainer_cfg.vtlp, self.feature_cfg)
@@ -174,6 +237,8 @@ def build_model(cfg: TrainerConfig, feature_cfg: FeatureConfig, num_classes: int
     """The configured model, built (weights created) under the current dtype policy."""
     if cfg.backbone == "logmel_cnn":
         backbone = _logmel_cnn(feature_cfg.num_frames, feature_cfg.num_mel_bins, num_classes)
+    elif cfg.backbone == "bc_resnet":
+        backbone = _bc_resnet(feature_cfg.num_frames, feature_cfg.num_mel_bins, num_classes, cfg.bc_resnet_width)
     else:
         backbone = _wav2vec2(cfg.wav2vec2, num_classes, feature_cfg.num_samples)
     denoiser = build_denoiser(cfg.denoiser) if cfg.denoiser.enabled else None
