@@ -146,7 +146,8 @@ def _predict(args) -> int:
     from pipeline import predict
     model = args.model or predict.latest_pushed(args.config_object.serving_model_dir)
     result = predict.predict(model, args.inputs, args.out, args.hop_s,
-                             min_segment_s=args.config_object.data.min_segment_s)
+                             min_segment_s=args.config_object.data.min_segment_s,
+                             max_duration_s=args.config_object.data.max_duration_s)
     print(f"{result.predicted} files predicted, {result.rejected} rejected "
           f"(see {os.path.join(result.out_dir, 'rejects.csv')}); results in {result.out_dir}")
     return ExitCode.FAILED if result.rejected else ExitCode.OK

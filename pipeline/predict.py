@@ -98,10 +98,13 @@ def _reason(error: Exception) -> str:
 
 
 def predict(model_dir: str, inputs: Iterable[str], out_dir: str, hop_s: float = None,
-            progress: bool = True, min_segment_s: Optional[float] = None) -> Outcome:
+            progress: bool = True, min_segment_s: Optional[float] = None,
+            max_duration_s: Optional[float] = None) -> Outcome:
     """Labels every input file (and denoises it); `min_segment_s` (default data.min_segment_s's)
-    is the shortest recording labelled and the shortest last window kept."""
+    is the shortest recording labelled and the shortest last window kept, `max_duration_s`
+    (data.max_duration_s's) the longest recording read, as the ExampleGen."""
     min_segment_s = DataConfig().min_segment_s if min_segment_s is None else min_segment_s
+    max_duration_s = DataConfig().max_duration_s if max_duration_s is None else max_duration_s
     model = RecordingModel(model_dir)
     files = input_files(inputs)
     os.makedirs(out_dir, exist_ok=True)
@@ -123,7 +126,8 @@ def predict(model_dir: str, inputs: Iterable[str], out_dir: str, hop_s: float = 
             reason = refused(path)
             if reason is None:
                 try:
-                    result = model.classify(path, hop_s=hop_s, min_window_s=min_segment_s)
+                    result = model.classify(path, hop_s=hop_s, min_window_s=min_segment_s,
+                                            max_duration_s=max_duration_s)
                     if model.denoises:
                         enhanced = os.path.join(out_dir, "enhanced", os.path.splitext(name)[0] + ".wav")
                         os.makedirs(os.path.dirname(enhanced), exist_ok=True)

@@ -150,6 +150,16 @@ def test_a_digitally_silent_recording_is_refused_as_the_example_gen_refuses_it(m
         ("zeros.wav", "digitally silent (every sample zero)")]
 
 
+def test_a_recording_over_data_max_duration_s_is_refused_as_the_example_gen_refuses_it(model_dir, tmp_path):
+    write_wav(str(tmp_path / "long.wav"), tone(2.0))
+    write_wav(str(tmp_path / "short.wav"), tone(0.5))
+    files = [tmp_path / "long.wav", tmp_path / "short.wav"]
+    assert _predict_cli(model_dir, files, tmp_path / "out", "data.max_duration_s=1.0") == ExitCode.FAILED
+    assert [os.path.basename(r["file"]) for r in _rows(tmp_path / "out" / "predictions.csv")] == ["short.wav"]
+    assert [(os.path.basename(r["file"]), r["reason"]) for r in _rows(tmp_path / "out" / "rejects.csv")] == [
+        ("long.wav", "2.0 s long, over the 1.0 s limit (data.max_duration_s)")]
+
+
 def test_reject_reasons_are_plain_words(model_dir, tmp_path):
     os.symlink(tmp_path / "gone.wav", tmp_path / "dangling.wav")
     os.symlink(tmp_path / "loop.wav", tmp_path / "loop.wav")

@@ -148,10 +148,10 @@ class RecordingModel:
         return out[features.OUT_ENHANCED].numpy()
 
     def classify(self, path: str, hop_s: Optional[float] = None, batch_size: int = 16,
-                 min_window_s: float = 0.2) -> RecordingResult:
+                 min_window_s: float = 0.2, max_duration_s: float = float("inf")) -> RecordingResult:
         """Per-window labels and probabilities over the whole recording, and its aggregate; a
         last window under min_window_s is left out (as the ExampleGen's data.min_segment_s),
-        and a recording shorter than that, or digitally silent throughout, is refused
+        and a recording shorter than that, longer than max_duration_s, or digitally silent throughout, is refused
         (wav_io.AudioError), as the ExampleGen does (NaN samples too: `audio.window` raises)."""
         window_s = self.window_samples / features.SAMPLE_RATE
         hop_s = hop_s or window_s
@@ -161,6 +161,9 @@ class RecordingModel:
             if audio.duration_s < min_window_s:
                 raise wav_io.AudioError(f"{audio.duration_s:.3f} s long, shorter than data.min_segment_s "
                                         f"({min_window_s:g} s): too short to label")
+            if audio.duration_s > max_duration_s:  # the ExampleGen's words
+                raise wav_io.AudioError(f"{audio.duration_s:.1f} s long, over the {max_duration_s} s limit "
+                                        f"(data.max_duration_s)")
             spans = window_starts(audio.duration_s, window_s, hop_s, min_window_s)
             for i in range(0, len(spans), batch_size):
                 batch = spans[i:i + batch_size]
