@@ -163,7 +163,7 @@ def test_settings_prints_every_setting_with_its_value_and_explanation(capsys):
     assert cli.main(["settings", "--config", "pipeline/configs/demo.yaml", "--set", "trainer.epochs=7"]) == 0
     out = capsys.readouterr().out
     assert "trainer.epochs = 7  (default 5)\n    passes over the training split" in out
-    assert "trainer.backbone = 'logmel_cnn'  (default 'wav2vec2')" in out  # the config's value, beside the default
+    assert "trainer.backbone = 'bc_resnet'  (default 'wav2vec2')" in out  # the config's value, beside the default
     names = [s.name for s in describe.walk() if isinstance(s, describe.Setting)]
     assert len(names) > 100 and all(f"\n{name} = " in "\n" + out for name in names)
 
