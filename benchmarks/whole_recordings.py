@@ -13,7 +13,7 @@ import tensorflow as tf
 
 from benchmarks.denoise_baselines import METHODS, PROJECT, pushed_model
 from components import features
-from components.audio import quality, wav_io
+from components.audio import mixing, quality, wav_io
 from components.audio.snr import si_snr_db, snr_db
 
 Method = Callable[[np.ndarray, int], np.ndarray]
@@ -61,10 +61,9 @@ def add_arguments(parser) -> None:
 
 
 def limited(enhance: Method, limit_db: float) -> Method:
-    """`enhance` with the noisy input mixed back at -limit_db dB, the formula of
-    trainer.denoiser.attenuation_limit_db (components/serving/export.py)."""
-    share = 10.0 ** (-limit_db / 20.0)
-    return lambda noisy, sr: (1.0 - share) * enhance(noisy, sr) + share * noisy
+    """`enhance` with the noisy input mixed back at -limit_db dB, as trainer.denoiser.attenuation_limit_db
+    serves it (`mixing.attenuation_limited`)."""
+    return lambda noisy, sr: mixing.attenuation_limited(enhance(noisy, sr), noisy, limit_db)
 
 
 def _last_output(enhance: Method) -> Method:

@@ -45,3 +45,11 @@ def mix_at_snr(clean: np.ndarray, noise: np.ndarray, snr_db: float,
     if scale == 1.0:
         return noisy, clean
     return (noisy * scale).astype(np.float32), (clean * scale).astype(np.float32)
+
+
+def attenuation_limited(enhanced, noisy, limit_db: float):
+    """`enhanced` with `noisy` mixed back at -limit_db dB, so at most limit_db dB of attenuation:
+    DeepFilterNet's attenuation limit (Schroeter et al. 2022; `enhance.py --atten-lim`). Linear in the
+    waveform: numpy arrays or TensorFlow tensors alike (trainer.denoiser.attenuation_limit_db)."""
+    share = 10.0 ** (-limit_db / 20.0)
+    return (1.0 - share) * enhanced + share * noisy

@@ -50,6 +50,11 @@ def normalized(name: str, input_base: str) -> str:
     return posixpath.normpath(name)
 
 
+def leaves_base(name: str) -> bool:
+    """Whether a `normalized` name is outside input_base (its leading `..` or `/` kept, or a URL elsewhere)."""
+    return name == ".." or name.startswith(("/", "../")) or "://" in name
+
+
 def entries(pattern: str) -> List[str]:
     """The paths `pattern` matches, sorted. Local: every entry, as Beam's local match walks
     and matches them but keeping what it drops (entries it cannot stat, directories); a name
@@ -128,8 +133,7 @@ def listed(patterns: Iterable[str], input_base: str,
         return out
     keys = {name for name, _ in out}
     names = [name for name, ok in out if ok is True] + sorted(
-        name for name in set(table_names) - keys
-        if not (name.startswith(("/", "../")) or name == ".." or "://" in name))  # (refused when read)
+        name for name in set(table_names) - keys if not leaves_base(name))  # (refused when read)
     by_file = {}
     for name in names:
         try:

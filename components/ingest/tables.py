@@ -34,8 +34,7 @@ def _table_path(input_base: str, table: str) -> Optional[str]:
     path = os.path.join(input_base, table)
     if not table:
         return None
-    name = listing.normalized(table, input_base)
-    if name == ".." or name.startswith(("/", "../")) or "://" in name:
+    if listing.leaves_base(listing.normalized(table, input_base)):
         raise ValueError(f"{path}: outside input_base {input_base}; not read: a table lives in input_base "
                          f"(name it relative to input_base, the files it names are there too)")
     if "://" in path:

@@ -28,6 +28,7 @@ import tensorflow_transform as tft
 import tf_keras as keras
 
 from components import features
+from components.audio import mixing
 from components.transform.preprocessing import decode_16k, normalize
 
 
@@ -36,9 +37,7 @@ class _ServingModule(tf.Module):
                  input_keys: Sequence[str], window_samples: int, attenuation_limit_db: Optional[float] = None):
         super().__init__()
         self.model = model
-        # DeepFilterNet's attenuation limit (Schroeter et al. 2022; `enhance.py --atten-lim`): the noisy
-        # input mixed back at -limit dB, linear in the waveform, so any signature can apply it
-        self._noisy_share = 0.0 if attenuation_limit_db is None else 10.0 ** (-attenuation_limit_db / 20.0)
+        self._attenuation_limit_db = attenuation_limit_db
         self.tft_layer = tf_transform_output.transform_features_layer()
         self.labels = tf.constant(tf_transform_output.vocabulary_by_name(features.LABEL_VOCAB))
         self.label_names = tf.Variable(self.labels, trainable=False, name="label_names")
@@ -63,10 +62,11 @@ class _ServingModule(tf.Module):
         return result
 
     def _limited(self, enhanced, noisy):
-        """The enhanced audio with the noisy input mixed back in (attenuation_limit_db)."""
-        if not self._noisy_share:
+        """The enhanced audio with the noisy input mixed back in (attenuation_limit_db; linear in the
+        waveform, so any signature can apply it)."""
+        if self._attenuation_limit_db is None:
             return enhanced
-        return (1.0 - self._noisy_share) * enhanced + self._noisy_share * noisy
+        return mixing.attenuation_limited(enhanced, noisy, self._attenuation_limit_db)
 
     @staticmethod
     def _to_wav(enhanced, transformed):
