@@ -19,6 +19,8 @@ SEGMENT_INDEX = "segment_index"  # the window's position among the recording's e
 NOISE_KIND = "noise_kind"
 SNR_DB = "snr_db"
 CHANNEL = "channel"  # how the audio reached the recorder, e.g. "phone" (metadata.csv); a slicing key
+TRACK = "track"  # with data.tracks=split: the audio channel the example comes from (0: the first)
+ROLE = "role"  # with data.tracks=split: the track's role from data.track_roles (e.g. agent); a slicing key
 # Audio statistics of the window as the file holds it (components/audio/stats.py).
 CLIPPING_RATIO = "clipping_ratio"  # fraction of samples at full scale
 RMS_DBFS = "rms_dbfs"  # level, dB relative to full scale
@@ -37,6 +39,7 @@ START_S, END_S = "start_s", "end_s"  # a span's bounds, seconds from the recordi
 METADATA_COLUMNS = (FILE_NAME, LABEL, GROUP, CLEAN_FILE_NAME, NOISE_KIND, SNR_DB, CHANNEL)
 METADATA_REQUIRED = (FILE_NAME, LABEL)
 SEGMENT_COLUMNS = (FILE_NAME, START_S, END_S, LABEL)
+SEGMENT_OPTIONAL = (TRACK,)  # a span's track (data.tracks=split); without it a span covers every track
 NOISY_DIR, CLEAN_DIR = "noisy/", "clean/"  # the paired layout's folders (data.layout=paired)
 
 # Optional raw features: absent from some examples.

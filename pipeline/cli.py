@@ -141,13 +141,19 @@ def _schedule(args) -> int:
     sub.add_argument("--model", default="", help="a SavedModel directory (default: the newest push under the "
                                                  "config's serving dir)"),
     sub.add_argument("--out", default="predictions", help="output folder (default ./predictions)"),
-    sub.add_argument("--hop-s", type=float, default=None, help="seconds between windows (default: the window)")))
+    sub.add_argument("--hop-s", type=float, default=None, help="seconds between windows (default: the window)"),
+    sub.add_argument("--tracks", choices=("mix", "split"), default=None,
+                     help="mix: channels averaged; split: each channel on its own, calls.csv per call "
+                          "(default: the config's data.tracks)")))
 def _predict(args) -> int:
     from pipeline import predict
-    model = args.model or predict.latest_pushed(args.config_object.serving_model_dir)
+    config = args.config_object
+    model = args.model or predict.latest_pushed(config.serving_model_dir)
     result = predict.predict(model, args.inputs, args.out, args.hop_s,
-                             min_segment_s=args.config_object.data.min_segment_s,
-                             max_duration_s=args.config_object.data.max_duration_s)
+                             min_segment_s=config.data.min_segment_s,
+                             max_duration_s=config.data.max_duration_s,
+                             tracks=args.tracks or config.data.tracks, track_roles=config.data.track_roles,
+                             calls=config.calls)
     print(f"{result.predicted} files predicted, {result.rejected} rejected "
           f"(see {os.path.join(result.out_dir, 'rejects.csv')}); results in {result.out_dir}")
     return ExitCode.FAILED if result.rejected else ExitCode.OK

@@ -5,9 +5,15 @@ Writes, under --out:
   a probability per class;
 - windows.csv: one row a window of a file: start, end, label, probabilities;
 - enhanced/<file>.wav: the denoised audio (16 kHz mono), when the model denoises;
-- rejects.csv: every file that could not be read, with the reason in plain words.
+- rejects.csv: every file that could not be read, with the reason in plain words;
+- with data.tracks=split (`--tracks split`): a row per track in predictions.csv and windows.csv
+  (`track`, `role` from data.track_roles; windows also their `speech` share), enhanced/ keeps
+  the channels (each denoised on its own), and calls.csv a row per call of one or two tracks:
+  talk time per role, overtalk seconds and count, silence share, longest silence (by the
+  voice-activity detector on the enhanced tracks, `calls.*` settings), the label per role.
 Every input file ends up in predictions.csv or rejects.csv, each row flushed as soon as its
-file is done (a run stopped halfway keeps the rows before). An entry that is not a regular
+file is done (a run stopped halfway keeps the rows before); a file's windows are spooled to a
+temporary file until it is done, so a file rejected halfway leaves no rows. An entry that is not a regular
 file (a FIFO, a socket, a dangling link) is rejected without being opened: a FIFO opened for
 reading waits for a writer. A name that is not UTF-8 is rejected, shown escaped (`\\xe9`).
 A recording shorter than data.min_segment_s, the ExampleGen's shortest window, is refused.
@@ -20,14 +26,18 @@ import csv
 import dataclasses
 import errno
 import os
-from typing import Iterable, List, Optional, Tuple
+import shutil
+import tempfile
+from typing import Iterable, List, Optional, Sequence, Tuple
 
+import numpy as np
 import tqdm
 
-from components.audio.wav_io import AudioError
-from components.config import DataConfig
+from components.audio.wav_io import AudioError, AudioFile
+from components.config import CallsConfig, DataConfig
 from components.ingest import listing
-from components.serving.recording import RecordingModel
+from components.serving.calls import CallActivity
+from components.serving.recording import Aggregate, RecordingModel
 
 AUDIO_SUFFIXES = (".wav", ".flac", ".ogg")
 
@@ -97,55 +107,143 @@ def _reason(error: Exception) -> str:
     return f"{type(error).__name__}: {error}"
 
 
+def _roles(count: int, track_roles: Sequence[str]) -> List[str]:
+    return [track_roles[t] if t < len(track_roles) else f"track{t}" for t in range(count)]
+
+
+class _Writers:
+    """predictions.csv, windows.csv, rejects.csv (and calls.csv with tracks=split), each row flushed as
+    soon as its file is done."""
+
+    def __init__(self, out_dir: str, labels: List[str], roles: Optional[List[str]]):
+        self.labels, self.roles = labels, roles
+        self._files = []
+        track = ["track", "role"] if roles is not None else []
+        self.per_file = self._writer(out_dir, "predictions.csv", ["file", *track, "duration_s", "windows", "label",
+                                                                  *labels])
+        self.per_window = self._writer(out_dir, "windows.csv", ["file", *track, "start_s", "end_s", "label",
+                                                                *(["speech"] if roles is not None else []), *labels])
+        self.window_file = self._files[-1]
+        self.rejects = self._writer(out_dir, "rejects.csv", ["file", "reason"])
+        self.calls = None if roles is None else self._writer(out_dir, "calls.csv", [
+            "file", "duration_s", "tracks", *(f"{r}_talk_s" for r in roles), "overtalk_s", "overtalk_count",
+            "silence_share", "longest_silence_s", *(f"{r}_label" for r in roles)])
+
+    def _writer(self, out_dir: str, name: str, columns: List[str]) -> csv.DictWriter:
+        f = open(os.path.join(out_dir, name), "w", newline="")
+        self._files.append(f)
+        writer = csv.DictWriter(f, columns)
+        writer.writeheader()
+        f.flush()
+        return writer
+
+    def flush(self) -> None:
+        for f in self._files:
+            f.flush()
+
+    def close(self) -> None:
+        for f in self._files:
+            f.close()
+
+
+def _labelled(model: RecordingModel, path: str, track: Optional[int], spool, writers: _Writers, hop_s, min_segment_s,
+              max_duration_s, aggressiveness, extra: dict) -> Tuple[dict, int, str]:
+    """One stream's windows into `spool` (windows.csv's rows, copied there once the file is done) ->
+    (its predictions.csv row, window count, label)."""
+    aggregate, count = Aggregate(), 0
+    spool_writer = csv.DictWriter(spool, writers.per_window.fieldnames)
+    for window in model.windows(path, track, hop_s, min_window_s=min_segment_s, max_duration_s=max_duration_s,
+                                vad_aggressiveness=aggressiveness):
+        aggregate.add(window)
+        count += 1
+        row = {"file": path, **extra, "start_s": round(window.start_s, 3), "end_s": round(window.end_s, 3),
+               "label": window.label, **dict(zip(writers.labels, map(float, window.probabilities)))}
+        if window.speech is not None:
+            row["speech"] = round(window.speech, 3)
+        spool_writer.writerow(row)
+    mean = aggregate.mean()
+    label = writers.labels[int(np.argmax(mean))]
+    return {"file": path, **extra, "windows": count, "label": label,
+            **dict(zip(writers.labels, map(float, mean)))}, count, label
+
+
+def _one_file(model: RecordingModel, path: str, name: str, out_dir: str, writers: _Writers, hop_s, min_segment_s,
+              max_duration_s, calls: Optional[CallsConfig]) -> None:
+    """Labels (and denoises) one file; its rows reach the CSV files only when all of it is done."""
+    with AudioFile(path) as audio:
+        channels, duration = audio.channels, audio.duration_s
+    split = writers.roles is not None
+    tracks = list(range(channels)) if split else [None]
+    roles = _roles(channels, writers.roles or [])
+    enhanced = os.path.join(out_dir, "enhanced", os.path.splitext(name)[0] + ".wav")
+    with tempfile.TemporaryFile("w+", newline="") as spool:
+        rows = []
+        for track in tracks:
+            extra = {} if track is None else {"track": track, "role": roles[track]}
+            row, _, label = _labelled(model, path, track, spool, writers, hop_s, min_segment_s, max_duration_s,
+                                      None if calls is None else calls.vad_aggressiveness, extra)
+            rows.append((row, label))
+        activity = None
+        if split and channels <= 2:
+            activity = CallActivity(channels, calls.vad_aggressiveness, calls.min_gap_s, calls.pad_s,
+                                    calls.floor_margin_db, calls.floor_percentile, calls.floor_window_s)
+        if model.denoises:
+            os.makedirs(os.path.dirname(enhanced), exist_ok=True)
+            if split:
+                model.denoise_tracks(path, enhanced, on_block=activity.push if activity else None)
+            else:
+                model.denoise(path, enhanced)
+        elif activity is not None:  # no denoiser: the detector hears the tracks as recorded
+            with AudioFile(path) as audio:
+                for block in audio.blocks_16k(every_track=True):
+                    activity.push(block)
+        spool.seek(0)  # the file's windows before its rows: a row in predictions.csv has all of them
+        shutil.copyfileobj(spool, writers.window_file)
+    for row, _ in rows:
+        writers.per_file.writerow({**row, "duration_s": round(duration, 3)})
+    if activity is not None:
+        figures = activity.finish(duration)
+        writers.calls.writerow({"file": path, "duration_s": round(duration, 3), "tracks": channels,
+                                **figures.row(roles), **{f"{roles[t]}_label": label for t, (_, label) in
+                                                         enumerate(rows)}})
+
+
 def predict(model_dir: str, inputs: Iterable[str], out_dir: str, hop_s: float = None,
             progress: bool = True, min_segment_s: Optional[float] = None,
-            max_duration_s: Optional[float] = None) -> Outcome:
+            max_duration_s: Optional[float] = None, tracks: str = "mix", track_roles: Sequence[str] = (),
+            calls: Optional[CallsConfig] = None) -> Outcome:
     """Labels every input file (and denoises it); `min_segment_s` (default data.min_segment_s's)
     is the shortest recording labelled and the shortest last window kept, `max_duration_s`
-    (data.max_duration_s's) the longest recording read, as the ExampleGen."""
+    (data.max_duration_s's) the longest recording read, as the ExampleGen. With `tracks="split"`
+    (data.tracks) each channel is labelled on its own, as `track_roles` name them, the enhanced
+    file keeps the channels, and calls.csv gets a row per file of one or two tracks (`calls`: the
+    call figures' settings)."""
     min_segment_s = DataConfig().min_segment_s if min_segment_s is None else min_segment_s
     max_duration_s = DataConfig().max_duration_s if max_duration_s is None else max_duration_s
+    calls = calls or CallsConfig()
     model = RecordingModel(model_dir)
     files = input_files(inputs)
     os.makedirs(out_dir, exist_ok=True)
-    labels = list(model.labels)
+    split = tracks == "split"
+    writers = _Writers(out_dir, list(model.labels), list(track_roles) if split else None)
     predicted = rejected = 0
-    with open(os.path.join(out_dir, "predictions.csv"), "w", newline="") as p, \
-            open(os.path.join(out_dir, "windows.csv"), "w", newline="") as w, \
-            open(os.path.join(out_dir, "rejects.csv"), "w", newline="") as r:
-        per_file = csv.DictWriter(p, ["file", "duration_s", "windows", "label", *labels])
-        per_window = csv.DictWriter(w, ["file", "start_s", "end_s", "label", *labels])
-        rejects = csv.writer(r)
-        for writer in (per_file, per_window):
-            writer.writeheader()
-        rejects.writerow(["file", "reason"])
-        for out in (p, w, r):
-            out.flush()
+    try:
         bar = tqdm.tqdm(files, unit="file", disable=not progress, desc="predict")
         for path, name in bar:
             reason = refused(path)
             if reason is None:
                 try:
-                    result = model.classify(path, hop_s=hop_s, min_window_s=min_segment_s,
-                                            max_duration_s=max_duration_s)
-                    if model.denoises:
-                        enhanced = os.path.join(out_dir, "enhanced", os.path.splitext(name)[0] + ".wav")
-                        os.makedirs(os.path.dirname(enhanced), exist_ok=True)
-                        model.denoise(path, enhanced)
+                    _one_file(model, path, name, out_dir, writers, hop_s, min_segment_s, max_duration_s,
+                              calls if split else None)
                 except Exception as e:  # one bad file is listed with its reason; the rest go on
                     reason = _reason(e)
             if reason is not None:
-                rejects.writerow([listing.shown(path), reason])
-                r.flush()
+                writers.rejects.writerow({"file": listing.shown(path), "reason": reason})
                 rejected += 1
                 bar.set_postfix(rejected=rejected)
-                continue
-            per_file.writerow({"file": path, "duration_s": round(result.duration_s, 3),
-                               "windows": len(result.starts_s), "label": result.label,
-                               **dict(zip(labels, map(float, result.mean_probabilities)))})
-            for row in result.rows():
-                per_window.writerow({"file": path, **row})
-            w.flush()  # its windows before its row: a row in predictions.csv has all of them
-            p.flush()
-            predicted += 1
+            else:
+                predicted += 1
+            writers.flush()
+    finally:
+        writers.close()
     return Outcome(predicted, rejected, out_dir)

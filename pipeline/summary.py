@@ -69,6 +69,8 @@ class RunSummary:
     # The HeldoutEvaluator's (evaluator.heldout_base), like metrics and slice_metrics; empty without it.
     heldout_metrics: Dict[str, float] = dataclasses.field(default_factory=dict)
     heldout_slice_metrics: Dict[str, Dict[str, float]] = dataclasses.field(default_factory=dict)
+    tracks: Optional[int] = None  # tracks of the files read (data.tracks=split: a stream per channel)
+    calls: Optional[Dict[str, float]] = None  # call-level QA figures against the ground truth (calls_qa.py)
 
     def heldout_baseline(self, metric: str) -> Optional[float]:
         """The latest blessed model's held-out `metric` (TFMA gives the candidate's and the
@@ -87,7 +89,9 @@ class RunSummary:
         lines = [f"tfx-audio run {self.run_id}"]
         lines.append("  components: " + ", ".join(f"{k}={v}" for k, v in sorted(self.node_states.items())))
         lines.append(f"  input files: {self.input_files} ({self.rejected} rejected"
-                     + (f", see {self.rejects_file})" if self.rejected else ")"))
+                     + (f", see {self.rejects_file})" if self.rejected else ")")
+                     + (f"; {self.tracks} tracks read"
+                        if self.tracks and self.tracks != self.input_files - self.rejected else ""))
         if self.seconds:
             s = self.seconds
             reasons = ", ".join(f"{reason} {v:.1f}" for reason, v in sorted(self.dropped_by_reason.items()))
@@ -226,6 +230,7 @@ def latest_run(where: Metadata, pipeline_name: str) -> RunSummary:
     return RunSummary(
         run_id=run.name, node_states=node_states, artifacts=artifacts, inputs=inputs, split_counts=split_counts,
         input_files=int(prop(examples[0], "num_input_files") or 0) if examples else 0,
+        tracks=int(prop(examples[0], "num_tracks") or 0) if examples else None,
         rejected=int(prop(examples[0], "num_rejected") or 0) if examples else 0,
         rejects_file=str(prop(examples[0], "rejects_file") or "") if examples else "",
         seconds={key: float(prop(examples[0], key) or 0.0) for key in _SECONDS} if examples else {},

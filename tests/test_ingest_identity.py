@@ -86,8 +86,8 @@ def test_spans_of_one_file_under_two_spellings_are_checked_together(tmp_path):
         tables.read_segments(str(tmp_path), "segments.csv")
     (tmp_path / "segments.csv").write_text(
         "file_name,start_s,end_s,label\nyes/x.wav,0,0.3,yes\n./yes/x.wav,0.3,0.5,no\n")
-    assert tables.read_segments(str(tmp_path), "segments.csv") == {"yes/x.wav": [(0.0, 0.3, "yes"),
-                                                                                 (0.3, 0.5, "no")]}
+    assert tables.read_segments(str(tmp_path), "segments.csv") == {"yes/x.wav": [(0.0, 0.3, "yes", None),
+                                                                                 (0.3, 0.5, "no", None)]}
 
 
 def test_names_leaving_input_base_stay_refused_after_normalizing(two_files, tmp_path):

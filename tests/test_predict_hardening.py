@@ -92,14 +92,14 @@ def test_each_row_is_on_disk_as_soon_as_its_file_is_done(model_dir, tmp_path, mo
     write_wav(str(tmp_path / "c.wav"), tone(1.0))
     out = tmp_path / "out"
     seen = {}
-    classify = recording.RecordingModel.classify
+    windows = recording.RecordingModel.windows
 
     def spying(self, path, *args, **kwargs):
         if path.endswith("c.wav"):  # what a reader of --out sees while c.wav is being labelled
             seen.update({name: _rows(out / name) for name in ("predictions.csv", "windows.csv", "rejects.csv")})
-        return classify(self, path, *args, **kwargs)
+        return windows(self, path, *args, **kwargs)
 
-    monkeypatch.setattr(recording.RecordingModel, "classify", spying)
+    monkeypatch.setattr(recording.RecordingModel, "windows", spying)
     result = predict.predict(model_dir, [str(tmp_path / "a.wav"), str(tmp_path / "missing.wav"),
                                          str(tmp_path / "c.wav")], str(out), progress=False)
     assert (result.predicted, result.rejected) == (2, 1)

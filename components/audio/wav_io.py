@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import io
 import re
-from typing import Dict, Iterator, Tuple
+from typing import Dict, Iterator, Optional, Tuple
 
 import numpy as np
 import soundfile
@@ -49,9 +49,12 @@ class AudioFile:
 
     Wraps `soundfile.SoundFile` on a Beam filesystem handle (local, gs://, ...): the
     header gives the rate, channels and length; `window` reads and converts just
-    the frames asked for, so memory is bounded by the window, not by the file."""
+    the frames asked for, so memory is bounded by the window, not by the file.
 
-    def __init__(self, path: str):
+    With `track`, the file is read as that one channel (a call's agent or customer side,
+    `data.tracks: split`); else its channels are averaged to mono."""
+
+    def __init__(self, path: str, track: Optional[int] = None):
         self.path = path
         try:
             self._handle = FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
@@ -64,6 +67,11 @@ class AudioFile:
             raise AudioError(f"not a readable audio file: {_plain(e)}") from e
         self.rate = int(self._file.samplerate)
         self.frames = int(self._file.frames)
+        self.channels = int(self._file.channels)
+        if track is not None and not 0 <= track < self.channels:
+            self.close()
+            raise AudioError(f"has {self.channels} channel(s); track {track} does not exist")
+        self.track = track
         if self.rate < MIN_RATE:
             self.close()
             raise AudioError(f"sample rate {self.rate} Hz, below the {MIN_RATE} Hz this reads (a broken header?)")
@@ -86,7 +94,7 @@ class AudioFile:
         the file holds them: its own rate and channels."""
         samples = self._read(start_s, end_s, pad=False)
         mono = self._to_16k(samples, start_s, end_s)  # checks the samples are finite first
-        return mono, audio_stats.measure(samples, self.rate, samples.shape[1])
+        return mono, audio_stats.measure(samples, self.rate, self.channels)
 
     def _read(self, start_s: float, end_s: float, pad: bool) -> np.ndarray:
         """[frames, channels] float32 samples of [start_s, end_s) at the file's rate."""
@@ -105,7 +113,7 @@ class AudioFile:
         if samples.shape[0] < available and not pad:
             raise AudioError(f"the header declares {self.duration_s:.2f} s but the data ends at "
                              f"{(start + samples.shape[0]) / self.rate:.2f} s (truncated file)")
-        return samples
+        return samples if self.track is None else samples[:, self.track:self.track + 1]
 
     def _to_16k(self, samples: np.ndarray, start_s: float, end_s: float) -> np.ndarray:
         want = int(round((end_s - start_s) * features.SAMPLE_RATE))
@@ -114,20 +122,25 @@ class AudioFile:
         mono = _to_mono_16k(samples, self.rate)  # the resampler may round by a sample
         return mono[:want] if mono.size >= want else np.pad(mono, (0, want - mono.size))
 
-    def blocks_16k(self, block_s: float = 10.0) -> Iterator[np.ndarray]:
-        """The whole file as consecutive 16 kHz mono blocks (a streaming resampler keeps
-        the blocks seamless)."""
+    def blocks_16k(self, block_s: float = 10.0, every_track: bool = False) -> Iterator[np.ndarray]:
+        """The whole file as consecutive 16 kHz blocks (a streaming resampler keeps the blocks
+        seamless): mono (the track, or the channels' mean), or with `every_track`
+        [samples, channels] blocks, each channel on its own."""
+        width = self.channels if every_track else 1
         stream = None if self.rate == features.SAMPLE_RATE else soxr.ResampleStream(
-            self.rate, features.SAMPLE_RATE, 1, dtype="float32", quality="HQ")
+            self.rate, features.SAMPLE_RATE, width, dtype="float32", quality="HQ")
         try:
             self._file.seek(0)
             for block in self._file.blocks(blocksize=int(block_s * self.rate), dtype="float32", always_2d=True):
-                mono = block.mean(axis=1)
-                yield mono if stream is None else stream.resample_chunk(mono)
+                if every_track:
+                    out = np.ascontiguousarray(block)
+                else:
+                    out = block[:, self.track] if self.track is not None else block.mean(axis=1)
+                yield out if stream is None else stream.resample_chunk(out)
         except (RuntimeError, soundfile.LibsndfileError) as e:
             raise AudioError(f"unreadable: {_plain(e)}") from e
         if stream is not None:
-            yield stream.resample_chunk(np.zeros(0, np.float32), last=True)
+            yield stream.resample_chunk(np.zeros((0, width) if every_track else 0, np.float32), last=True)
 
     def close(self) -> None:
         self._file.close()

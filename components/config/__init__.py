@@ -11,6 +11,7 @@ from components.config.data import INGEST_OPTIONS, DataConfig, FeatureConfig, Va
 from components.config.loading import load_config
 from components.config.run import (
                                    BeamResources,
+                                   CallsConfig,
                                    EvaluatorConfig,
                                    KubeflowConfig,
                                    MetadataConfig,
@@ -34,7 +35,8 @@ from components.config.training import (
 )
 
 __all__ = ["ConfigError", "INGEST_OPTIONS", "DataConfig", "FeatureConfig", "ValidationConfig", "load_config",
-           "BeamResources", "EvaluatorConfig", "KubeflowConfig", "MetadataConfig", "PipelineConfig", "ReportConfig",
+           "BeamResources", "CallsConfig", "EvaluatorConfig", "KubeflowConfig", "MetadataConfig", "PipelineConfig",
+           "ReportConfig",
            "Resources", "StepResources", "TrainerResources", "LOGMEL_BACKBONES", "SPEC_AUGMENT_POLICIES",
            "AugmentConfig", "BackgroundConfig", "ContextConfig", "DenoiserConfig", "SpecAugmentConfig",
            "TrainerConfig", "VtlpConfig", "Wav2Vec2Config"]

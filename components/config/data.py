@@ -20,6 +20,7 @@ from components.config.types import (
     Positive,
     PositiveInt,
     Segmentation,
+    Tracks,
     UnlabelledSpans,
     setting,
 )
@@ -44,6 +45,16 @@ class DataConfig:
     layout: Layout = setting(
         "folders", "folders: <label>/*.wav. paired: noisy/[<label>/]*.wav with clean/ + the same path as the "
                    "clean reference (VoiceBank-DEMAND style; set file_pattern to match, e.g. noisy/*/*.wav).")
+    tracks: Tracks = setting(
+        "mix", "Recordings of several channels. mix: their mean, one stream (each example's source_channels "
+               "says how many). split: each channel its own stream (a call's agent and customer on their own "
+               "tracks, as call recorders write them): examples carry `track` and `role`, segments.csv's optional "
+               "track column names a span's track, statistics and seconds count per track, and both tracks of a "
+               "call stay in one split (the file's group).")
+    track_roles: List[str] = setting(
+        factory=list, help="with tracks=split: the role of each track in order (e.g. [agent, customer]), the "
+                           "examples' `role` (a slicing key) and predict's calls.csv columns; a track past the "
+                           "list is `track<i>`")
     segmentation: Segmentation = setting(
         "fixed", "Recordings become examples window by window. fixed: windows of segment_s every hop_s; vad: "
                  "the same, inside the speech regions found by voice-activity detection.")
@@ -84,7 +95,7 @@ INGEST_OPTIONS = ("metadata_file", "segments_file", "max_duration_s", "max_file_
                   "layout", "segmentation", "segment_s", "hop_s", "min_segment_s", "unlabelled_spans",
                   "background_label", "vad_aggressiveness", "vad_min_gap_s", "vad_pad_s", "noise_base",
                   "noisy_copies", "snr_db_range", "mix_seed", "group_regex", "latest_spans",
-                  "example_compression")
+                  "example_compression", "tracks", "track_roles")
 
 
 @dataclasses.dataclass

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from typing import Any, Dict, List, Literal, Optional
+from typing import Annotated, Any, Dict, List, Literal, Optional
+
+from pydantic import Field
 
 from components import features
 from components.config.checking import validate
@@ -15,6 +17,7 @@ from components.config.types import (
     Count,
     Float,
     Fraction,
+    Int,
     NonNegative,
     Positive,
     PositiveInt,
@@ -131,6 +134,24 @@ class ReportConfig:
 
 
 @dataclasses.dataclass
+class CallsConfig:
+    """Call-level QA figures (`tfx-audio predict` on calls with data.tracks=split, and the run report):
+    each track's speech regions by the ExampleGen's voice-activity detector (webrtcvad) on the enhanced
+    track (the noisy one without a denoiser), kept where a frame also stands out of the track's noise
+    floor. Defaults tuned on generated stereo calls (`python -m pipeline.datagen.calls --stereo --seed 1`),
+    not on the demo's."""
+    vad_aggressiveness: Annotated[Int, Field(ge=0, le=3)] = setting(3, "webrtcvad: 0 keeps the most audio as "
+                                                                       "speech, 3 the least")
+    min_gap_s: NonNegative = setting(0.3, "a pause shorter than this inside a turn is talk")
+    pad_s: NonNegative = setting(0.0, "each speech region is widened by this on both sides")
+    floor_margin_db: Optional[NonNegative] = setting(
+        12.0, "a frame is speech only this far above the track's noise floor; None: the detector alone")
+    floor_percentile: Annotated[Float, Field(ge=0, le=100)] = setting(
+        30.0, "the noise floor: this percentile of the frame levels of the last floor_window_s")
+    floor_window_s: Positive = setting(30.0, "how much of the track the noise floor is taken over")
+
+
+@dataclasses.dataclass
 class PipelineConfig:
     """Every setting of the pipeline: its name and folders, ML Metadata, the cache, Beam's flags and one
     section per stage."""
@@ -155,6 +176,7 @@ class PipelineConfig:
     validation: ValidationConfig = setting(factory=ValidationConfig, help="")
     kubeflow: KubeflowConfig = setting(factory=KubeflowConfig, help="")
     report: ReportConfig = setting(factory=ReportConfig, help="")
+    calls: CallsConfig = setting(factory=CallsConfig, help="")
 
     def __post_init__(self):
         if self.evaluator.min_si_snr_improvement_db is not None and not self.trainer.denoiser.enabled:
@@ -208,7 +230,7 @@ class PipelineConfig:
 
     def components_dict(self) -> Dict[str, Any]:
         """What the components get (custom_config): the settings of how the pipeline is run
-        (cache, metadata store, Kubeflow resources, the report) and which held-out corpus is scored
+        (cache, metadata store, Kubeflow resources, the report and its call figures) and which held-out corpus is scored
         (the HeldoutExampleGen's own input, read by no component from here) left at their defaults,
         so that changing them does not change the components' cache keys (TFX keys on custom_config):
         reading the held-out test part re-runs the held-out nodes only."""
@@ -216,7 +238,7 @@ class PipelineConfig:
         evaluator = dataclasses.replace(self.evaluator, heldout_base=defaults.heldout_base,
                                         heldout_file_pattern=defaults.heldout_file_pattern)
         return dataclasses.replace(self, enable_cache=False, metadata=MetadataConfig(), kubeflow=KubeflowConfig(),
-                                   report=ReportConfig(), evaluator=evaluator).to_dict()
+                                   report=ReportConfig(), calls=CallsConfig(), evaluator=evaluator).to_dict()
 
     @classmethod
     def from_dict(cls, values: Dict[str, Any]) -> "PipelineConfig":

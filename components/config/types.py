@@ -38,6 +38,7 @@ Fraction = Annotated[Float, Field(ge=0, le=1)]  # probabilities, ratios
 
 ExampleCompression = Literal["none", "gzip"]
 Layout = Literal["folders", "paired"]
+Tracks = Literal["mix", "split"]
 Segmentation = Literal["fixed", "vad"]
 UnlabelledSpans = Literal["drop", "background"]
 OnAnomalies = Literal["fail", "warn"]

@@ -179,6 +179,7 @@ class Executor(BaseExampleGenExecutor):
         examples.set_int_custom_property("num_noisy_copies", noisy)
         examples.set_int_custom_property("num_examples", windows + noisy)
         examples.set_int_custom_property("num_rejected", len(rejects))
+        examples.set_int_custom_property("num_tracks", seconds.get("accepted_tracks", seconds["accepted_files"]))
         for key in ("seconds_in", "seconds_in_examples", "seconds_rejected"):
             examples.set_float_custom_property(key, round(seconds[key], 3))
         examples.set_float_custom_property("seconds_dropped", round(sum(seconds["dropped"].values()), 3))

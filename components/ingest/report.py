@@ -24,7 +24,8 @@ class SumSeconds(beam.CombineFn):
     """Totals of the per-file seconds records (accepted files) and of rejected seconds."""
 
     def create_accumulator(self):
-        return {"accepted_files": 0, "seconds_in": 0.0, "seconds_in_examples": 0.0, "seconds_rejected": 0.0,
+        return {"accepted_files": 0, "accepted_tracks": 0, "seconds_in": 0.0, "seconds_in_examples": 0.0,
+                "seconds_rejected": 0.0,
                 "rejected_of_unknown_length": 0, "dropped": {}}
 
     def add_input(self, acc, record):
@@ -36,6 +37,7 @@ class SumSeconds(beam.CombineFn):
                 acc["seconds_rejected"] += record["seconds"]
         else:
             acc["accepted_files"] += 1
+            acc["accepted_tracks"] += record.get("tracks", 1)  # data.tracks=split: a stream per channel
             acc["seconds_in"] += record["seconds_in"]
             acc["seconds_in_examples"] += record["seconds_in_examples"]
         for reason, seconds in record.get("dropped", {}).items():
@@ -45,7 +47,7 @@ class SumSeconds(beam.CombineFn):
     def merge_accumulators(self, accumulators):
         out = self.create_accumulator()
         for acc in accumulators:
-            for key in ("accepted_files", "seconds_in", "seconds_in_examples", "seconds_rejected",
+            for key in ("accepted_files", "accepted_tracks", "seconds_in", "seconds_in_examples", "seconds_rejected",
                         "rejected_of_unknown_length"):
                 out[key] += acc[key]
             for reason, seconds in acc["dropped"].items():

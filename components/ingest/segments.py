@@ -124,16 +124,61 @@ def speech_regions(flags: Sequence[bool], frame_s: float, min_gap_s: float, pad_
                    duration: float) -> List[Interval]:
     """Per-frame voice decisions -> speech regions: runs of voiced frames, each padded by
     pad_s, merged when the silence between them is under min_gap_s."""
-    regions: List[Interval] = []
-    run_start = None
-    for i, voiced in enumerate(list(flags) + [False]):
-        if voiced and run_start is None:
-            run_start = i
-        elif not voiced and run_start is not None:
-            s, e = max(run_start * frame_s - pad_s, 0.0), min(i * frame_s + pad_s, duration)
-            if regions and s - regions[-1][1] < min_gap_s:
-                regions[-1] = (regions[-1][0], e)
-            else:
-                regions.append((s, e))
-            run_start = None
-    return regions
+    stream = RegionStream(frame_s, min_gap_s, pad_s)
+    return stream.push(flags) + stream.finish(duration)
+
+
+class RegionStream:
+    """`speech_regions` on a stream of frame decisions: `push` returns the regions finished so
+    far (none can change once returned), `finish` the rest. Holds one region, whatever the
+    stream's length."""
+
+    def __init__(self, frame_s: float, min_gap_s: float, pad_s: float):
+        self.frame_s, self.min_gap_s, self.pad_s = frame_s, min_gap_s, pad_s
+        self._frames = 0  # frames seen
+        self._run_start: Optional[int] = None  # the open run of voiced frames
+        self._last: Optional[Interval] = None  # the latest region, still open to a merge
+
+    def push(self, flags: Sequence[bool]) -> List[Interval]:
+        done: List[Interval] = []
+        for voiced in flags:
+            if voiced and self._run_start is None:
+                self._run_start = self._frames
+            elif not voiced and self._run_start is not None:
+                self._close(self._frames, float("inf"), done)
+            self._frames += 1
+        # the latest region is final once no run could start close enough to merge with it
+        if self._last is not None and self._run_start is None and \
+                self._frames * self.frame_s - self.pad_s - self._last[1] >= self.min_gap_s:
+            done.append(self._last)
+            self._last = None
+        return done
+
+    def _close(self, end_frame: int, duration: float, done: List[Interval]) -> None:
+        s = max(self._run_start * self.frame_s - self.pad_s, 0.0)
+        e = min(end_frame * self.frame_s + self.pad_s, duration)
+        self._run_start = None
+        if self._last is not None and s - self._last[1] < self.min_gap_s:
+            self._last = (self._last[0], e)
+        else:
+            if self._last is not None:
+                done.append(self._last)
+            self._last = (s, e)
+
+    @property
+    def settled_s(self) -> float:
+        """No region still to come (or still changing) starts before this time."""
+        if self._last is not None:
+            return self._last[0]
+        if self._run_start is not None:
+            return max(self._run_start * self.frame_s - self.pad_s, 0.0)
+        return max(self._frames * self.frame_s - self.pad_s, 0.0)
+
+    def finish(self, duration: float) -> List[Interval]:
+        done: List[Interval] = []
+        if self._run_start is not None:
+            self._close(self._frames, duration, done)
+        if self._last is not None:
+            done.append((self._last[0], min(self._last[1], duration)))
+            self._last = None
+        return done

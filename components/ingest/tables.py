@@ -154,14 +154,20 @@ def read_metadata(input_base: str, metadata_file: str) -> Dict[str, Dict[str, st
     return rows
 
 
-def read_segments(input_base: str, segments_file: str) -> Dict[str, List[Tuple[float, float, str]]]:
-    """Reads segments.csv into {file_name: [(start_s, end_s, label)]}, checked: numbers,
-    end after start, a label, no overlap within a file (however its rows spell its name)."""
+Span = Tuple[float, float, str, Optional[int]]  # start_s, end_s, label, track (None: every track)
+
+
+def read_segments(input_base: str, segments_file: str) -> Dict[str, List[Span]]:
+    """Reads segments.csv into {file_name: [(start_s, end_s, label, track)]}, checked: numbers,
+    end after start, a label, a track that is a channel index when the optional `track` column
+    gives one (None when it does not: the span covers every track), no overlap within a file's
+    track (however its rows spell its name; a span of every track overlaps none)."""
     path = _table_path(input_base, segments_file)
     if path is None:
         return {}
-    spans: Dict[str, List[Tuple[float, float, str, int]]] = {}
-    for line_no, _, row in _read_csv(input_base, path, features.SEGMENT_COLUMNS, features.SEGMENT_COLUMNS):
+    spans: Dict[str, List[Tuple[float, float, str, Optional[int], int]]] = {}
+    for line_no, _, row in _read_csv(input_base, path, features.SEGMENT_COLUMNS,
+                                     features.SEGMENT_COLUMNS + features.SEGMENT_OPTIONAL):
         try:
             start, end = float(row[features.START_S]), float(row[features.END_S])
         except ValueError:
@@ -169,12 +175,22 @@ def read_segments(input_base: str, segments_file: str) -> Dict[str, List[Tuple[f
                              f"must be numbers of seconds") from None
         if not 0 <= start < end < math.inf or not row[features.LABEL]:
             raise ValueError(f"{path}:{line_no}: a span needs 0 <= start_s < end_s and a label")
-        spans.setdefault(row[features.FILE_NAME], []).append((start, end, row[features.LABEL], line_no))
+        track = row[features.TRACK]
+        if track and not track.isdigit():
+            raise ValueError(f"{path}:{line_no}: track {track!r} is not a channel index (0 is the first; empty: "
+                             f"every track)")
+        spans.setdefault(row[features.FILE_NAME], []).append(
+            (start, end, row[features.LABEL], int(track) if track else None, line_no))
     out = {}
     for name, rows in spans.items():
-        rows.sort()
-        for (_, prev_end, _, prev_line), (start, _, _, line_no) in zip(rows, rows[1:]):
-            if start < prev_end:
-                raise ValueError(f"{path}:{line_no}: span of {name} overlaps the one on line {prev_line}")
-        out[name] = [(s, e, label) for s, e, label, _ in rows]
+        rows.sort(key=lambda r: (r[0], r[1]))
+        latest: Dict[Optional[int], Tuple[float, int]] = {}  # per track (None: every track), the span ending last
+        for start, end, _, track, line_no in rows:
+            rivals = list(latest.values()) if track is None else [latest[k] for k in (track, None) if k in latest]
+            for prev_end, prev_line in rivals:
+                if start < prev_end:
+                    where = "" if track is None else f" on track {track}"
+                    raise ValueError(f"{path}:{line_no}: span of {name} overlaps the one on line {prev_line}{where}")
+            latest[track] = max(latest.get(track, (end, line_no)), (end, line_no))
+        out[name] = [(s, e, label, track) for s, e, label, track, _ in rows]
     return out

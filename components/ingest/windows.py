@@ -10,19 +10,17 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 import apache_beam as beam
 import numpy as np
 import tensorflow as tf
-import webrtcvad
 from absl import logging
 from apache_beam.io.filesystems import FileSystems
 
 from components import features, progress_lines
 from components.audio import snr as snr_metrics
-from components.audio import wav_io
-from components.ingest import listing, segments
+from components.audio import vad, wav_io
+from components.ingest import listing, segments, tables
 from components.ingest import spans as spans_lib
 from components.ingest.report import REJECTS_TAG, SECONDS_TAG
 
 _PROGRESS_EVERY_S = 10.0
-_VAD_FRAME = 480  # 30 ms at 16 kHz, a frame size webrtcvad takes
 _CLEAN_SLACK_S = 0.05  # a clean reference may be this much shorter or longer (codec padding); zeros past its end
 
 
@@ -51,19 +49,29 @@ def _input_snr(given: str, whole_file: bool, clean: Optional[np.ndarray], noisy:
 
 
 def speech_regions(audio: wav_io.AudioFile, options: Dict[str, Any]) -> List[segments.Interval]:
-    """Speech regions of a file by WebRTC's voice-activity detector (webrtcvad-wheels:
-    a maintained C detector needing no model download), read block by block."""
-    vad = webrtcvad.Vad(int(options["vad_aggressiveness"]))
-    flags: List[bool] = []
-    rest = np.zeros(0, np.int16)
+    """Speech regions of a file (components/audio/vad.py), read block by block."""
+    frames = vad.VadFrames(int(options["vad_aggressiveness"]))
+    stream = segments.RegionStream(vad.FRAME_S, float(options["vad_min_gap_s"]), float(options["vad_pad_s"]))
+    regions: List[segments.Interval] = []
     for block in audio.blocks_16k():
-        pcm = np.concatenate([rest, (np.clip(block, -1, 1) * 32767).astype(np.int16)])
-        whole = len(pcm) // _VAD_FRAME * _VAD_FRAME
-        flags += [vad.is_speech(pcm[i:i + _VAD_FRAME].tobytes(), features.SAMPLE_RATE)
-                  for i in range(0, whole, _VAD_FRAME)]
-        rest = pcm[whole:]
-    return segments.speech_regions(flags, _VAD_FRAME / features.SAMPLE_RATE, float(options["vad_min_gap_s"]),
-                                   float(options["vad_pad_s"]), audio.duration_s)
+        regions += stream.push(frames.push(block))
+    return regions + stream.finish(audio.duration_s)
+
+
+def _on_track(spans: Optional[List[tables.Span]], track: Optional[int]) -> Optional[List[Tuple[float, float, str]]]:
+    """The spans of one track (those naming it, and those naming none); with None, of every track."""
+    if spans is None:
+        return None
+    return [(s, e, label) for s, e, label, t in spans if track is None or t is None or t == track]
+
+
+def _check_no_overlap(spans: List[tables.Span]) -> None:
+    """data.tracks=mix: spans of different tracks become spans of one stream; they must not overlap."""
+    ordered = sorted(spans)
+    for (_, prev_end, _, _), (start, _, _, track) in zip(ordered, ordered[1:]):
+        if start < prev_end:
+            raise wav_io.AudioError(f"segments.csv: spans of different tracks overlap at {start:.3f} s, and "
+                                    f"data.tracks=mix makes the tracks one stream: set data.tracks=split")
 
 
 class ToExamples(beam.DoFn):
@@ -200,15 +208,59 @@ class ToExamples(beam.DoFn):
                 except wav_io.AudioError as e:
                     raise wav_io.AudioError(f"clean reference {clean_name}: {e}") from e
                 try:
-                    yield from self._windows(source, meta, spans[0] if spans else None, folders,
-                                             audio, clean, clean_name)
+                    file_spans = spans[0] if spans else None
+                    if self._options.get("tracks") == "split":
+                        yield from self._tracks(source, meta, file_spans, folders, audio, clean, clean_name)
+                    else:
+                        if file_spans is not None and any(s[3] is not None for s in file_spans):
+                            _check_no_overlap(file_spans)
+                        yield from self._windows(source, meta, _on_track(file_spans, None), folders, audio, clean,
+                                                 clean_name)
                 finally:
                     if clean is not None:
                         clean.close()
         except wav_io.AudioError as e:
             yield from self._reject(source, str(e), seconds)
 
-    def _windows(self, source, meta, spans, folders, audio, clean, clean_name) -> Iterable[Any]:
+    def _tracks(self, source, meta, spans, folders, audio, clean, clean_name) -> Iterable[Any]:
+        """data.tracks=split: each channel its own stream, with `track` and `role`; one seconds record
+        for the file (its tracks' seconds); a track without an example has its seconds dropped with the
+        reason, and the file is rejected only when no track has one."""
+        if clean is not None and clean.channels != audio.channels:
+            raise wav_io.AudioError(f"clean reference {clean_name} has {clean.channels} channel(s), the recording "
+                                    f"{audio.channels}: with data.tracks=split each track needs its own reference")
+        if spans is not None and any(s[3] is not None and s[3] >= audio.channels for s in spans):
+            raise wav_io.AudioError(f"segments.csv names a track past its {audio.channels} channel(s)")
+        total = {"seconds_in": 0.0, "seconds_in_examples": 0.0, "dropped": {}, "tracks": audio.channels}
+        failures = []
+        for track in range(audio.channels):
+            audio.track = track
+            if clean is not None:
+                clean.track = track
+            try:
+                for out in self._windows(source, meta, _on_track(spans, track), folders, audio, clean, clean_name,
+                                         track):
+                    if isinstance(out, beam.pvalue.TaggedOutput):  # the track's seconds
+                        for key in ("seconds_in", "seconds_in_examples"):
+                            total[key] += out.value[key]
+                        for reason, lost in out.value["dropped"].items():
+                            total["dropped"][reason] = total["dropped"].get(reason, 0.0) + lost
+                    else:
+                        yield out
+            except wav_io.AudioError as e:  # _windows raises before its first example
+                failures.append(f"track {track}: {e}")
+                total["seconds_in"] += audio.duration_s
+                total["dropped"][f"a track without an example: {e}"] = \
+                    total["dropped"].get(f"a track without an example: {e}", 0.0) + audio.duration_s
+        if len(failures) == audio.channels:
+            raise wav_io.AudioError("; ".join(failures))
+        self._accepted.inc()
+        yield beam.pvalue.TaggedOutput(SECONDS_TAG, total)
+
+    def _windows(self, source, meta, spans, folders, audio, clean, clean_name,
+                 track: Optional[int] = None) -> Iterable[Any]:
+        """The examples of one stream (the file, or one track of it) and its seconds record (the
+        SECONDS_TAG output, last); raises AudioError before its first example when it has none."""
         if clean is not None and abs(clean.duration_s - audio.duration_s) > _CLEAN_SLACK_S:
             raise wav_io.AudioError(f"clean reference {clean_name} is {clean.duration_s:.3f} s, the noisy "
                                       f"file {audio.duration_s:.3f} s: they must match within {_CLEAN_SLACK_S} s")
@@ -233,7 +285,7 @@ class ToExamples(beam.DoFn):
                     silent.append((window.start_s, window.end_s))
                     continue
                 reference = clean.window(window.start_s, window.end_s, pad=True) if clean is not None else None
-                yield self._example(source, meta, group, window, noisy_audio, reference, whole, stats)
+                yield self._example(source, meta, group, window, noisy_audio, reference, whole, stats, track)
                 written.append((window.start_s, window.end_s))
         except wav_io.AudioError as e:  # a file truncated after some windows: keep those
             if not written:
@@ -247,12 +299,13 @@ class ToExamples(beam.DoFn):
         for reason, lost in ((segments.SILENT, read - covered), (failure, plan.covered_s - read)):
             if lost > 1e-6:
                 dropped[reason] = dropped.get(reason, 0.0) + lost
-        self._accepted.inc()
+        if track is None:
+            self._accepted.inc()
         yield beam.pvalue.TaggedOutput(SECONDS_TAG, {
             "seconds_in": audio.duration_s, "seconds_in_examples": covered, "dropped": dropped})
 
     def _example(self, source, meta, group, window: segments.Window, noisy, clean, whole,
-                 stats: Dict[str, float]) -> tf.train.Example:
+                 stats: Dict[str, float], track: Optional[int] = None) -> tf.train.Example:
         feats = {key: _feature(value) for key, value in stats.items()}
         feats.update({
             features.AUDIO: _feature(wav_io.encode_pcm16_wav(noisy)),
@@ -269,6 +322,10 @@ class ToExamples(beam.DoFn):
             feats[features.NOISE_KIND] = _feature(meta[features.NOISE_KIND].encode())
         if meta.get(features.CHANNEL):
             feats[features.CHANNEL] = _feature(meta[features.CHANNEL].encode())
+        if track is not None:
+            roles = self._options.get("track_roles") or []
+            feats[features.TRACK] = _feature(track)
+            feats[features.ROLE] = _feature((roles[track] if track < len(roles) else f"track{track}").encode())
         snr = _input_snr(meta.get(features.SNR_DB, ""), whole, clean, noisy)
         if snr is not None:
             feats[features.SNR_DB] = _feature(snr)

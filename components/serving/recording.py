@@ -23,7 +23,7 @@ import soundfile
 import tensorflow as tf
 
 from components import features
-from components.audio import wav_io
+from components.audio import vad, wav_io
 from components.ingest.segments import SILENT
 
 Enhance = Callable[[np.ndarray, float, float], np.ndarray]  # (chunk, mean, std) -> enhanced chunk
@@ -48,6 +48,32 @@ class RecordingResult:
                    **{name: float(p) for name, p in zip(self.labels, self.probabilities[i])}}
 
 
+@dataclasses.dataclass
+class WindowResult:
+    start_s: float
+    end_s: float
+    label: str
+    probabilities: np.ndarray  # [classes]
+    speech: Optional[float] = None  # the share of the window's frames the voice-activity detector calls speech
+
+
+class Aggregate:
+    """The recording's label from its windows: the mean of their probabilities, weighted by length
+    (a running sum: memory of one window)."""
+
+    def __init__(self):
+        self._sum, self._weight = None, 0.0
+
+    def add(self, window: WindowResult) -> None:
+        weight = window.end_s - window.start_s
+        part = window.probabilities * weight
+        self._sum = part if self._sum is None else self._sum + part
+        self._weight += weight
+
+    def mean(self) -> np.ndarray:
+        return self._sum / self._weight
+
+
 def window_starts(duration_s: float, window_s: float, hop_s: float,
                   min_window_s: float = 0.0) -> List[Tuple[float, float]]:
     """Windows of window_s every hop_s covering [0, duration_s); the last one may be shorter,
@@ -69,55 +95,69 @@ def crossfade(overlap: int) -> np.ndarray:
     return np.sin(0.5 * np.pi * (np.arange(overlap) + 0.5) / overlap) ** 2 if overlap else np.zeros(0)
 
 
-def _level(audio: wav_io.AudioFile) -> Tuple[float, float]:
-    """Mean and standard deviation of the whole recording, one pass over its blocks
-    (the normalization the one-shot `denoise_wav` applies)."""
+def _level(audio: wav_io.AudioFile, every_track: bool = False) -> Tuple[np.ndarray, np.ndarray]:
+    """Mean and standard deviation of the whole recording (of each track, with `every_track`), one
+    pass over its blocks (the normalization the one-shot `denoise_wav` applies)."""
     count, total, squares = 0, 0.0, 0.0
-    for block in audio.blocks_16k():
-        count += block.size
-        total += float(np.sum(block, dtype=np.float64))
-        squares += float(np.sum(np.square(block, dtype=np.float64)))
-    mean = total / max(count, 1)
-    return mean, float(np.sqrt(max(squares / max(count, 1) - mean * mean, 0.0) + 1e-8))
+    for block in audio.blocks_16k(every_track=every_track):
+        count += block.shape[0]
+        total = total + np.sum(block, axis=0, dtype=np.float64)
+        squares = squares + np.sum(np.square(block, dtype=np.float64), axis=0)
+    mean = np.asarray(total) / max(count, 1)
+    return mean, np.sqrt(np.maximum(np.asarray(squares) / max(count, 1) - mean * mean, 0.0) + 1e-8)
 
 
 def _chunks(blocks: Iterator[np.ndarray], length: int, hop: int) -> Iterator[Tuple[np.ndarray, bool]]:
     """(chunk, is_last): chunks of `length` samples every `hop` samples from a stream of
-    blocks, the last one shorter; a chunk is passed on only once data beyond it has come,
-    so the last one always reaches past the previous one's overlap. Holds at most one
-    chunk plus one block."""
-    buffer = np.zeros(0, np.float32)
+    blocks ([samples] or [samples, tracks]), the last one shorter; a chunk is passed on only once
+    data beyond it has come, so the last one always reaches past the previous one's overlap. Holds
+    at most one chunk plus one block."""
+    buffer = None
     for block in blocks:
-        buffer = np.concatenate([buffer, block])
-        while buffer.size > length:
+        buffer = block if buffer is None else np.concatenate([buffer, block])
+        while buffer.shape[0] > length:
             yield buffer[:length], False
             buffer = buffer[hop:]
     yield buffer, True
 
 
 def denoise_file(in_path: str, out_path: str, enhance: Enhance, chunk_s: float = 10.0,
-                 overlap_s: float = 1.0) -> float:
-    """Enhances `in_path` into `out_path` (16 kHz mono PCM16 WAV) chunk by chunk with
-    overlap-add; returns the seconds written."""
+                 overlap_s: float = 1.0, every_track: bool = False,
+                 on_block: Optional[Callable[[np.ndarray], None]] = None) -> float:
+    """Enhances `in_path` into `out_path` (16 kHz PCM16 WAV: mono, or with `every_track` each
+    channel enhanced on its own into a file of as many channels) chunk by chunk with overlap-add;
+    `on_block` sees every block written ([samples, tracks] with `every_track`); returns the seconds
+    written."""
     length = int(round(chunk_s * features.SAMPLE_RATE))
     overlap = int(round(overlap_s * features.SAMPLE_RATE))
     if not 0 <= overlap < length:
         raise ValueError(f"need 0 <= overlap_s ({overlap_s}) < chunk_s ({chunk_s})")
     fade_in = crossfade(overlap)
     written = 0
-    with wav_io.AudioFile(in_path) as audio, soundfile.SoundFile(
-            out_path, "w", features.SAMPLE_RATE, 1, subtype="PCM_16", format="WAV") as out:
-        mean, std = _level(audio)
-        tail = np.zeros(0, np.float32)  # the previous chunk's faded-out overlap
-        for chunk, last in _chunks(audio.blocks_16k(), length, length - overlap):
-            enhanced = np.array(enhance(chunk, mean, std), np.float32)
-            if tail.size:  # the previous chunk's overlap, faded out, plus this one's, faded in
-                enhanced[:overlap] = enhanced[:overlap] * fade_in + tail
-            if not last:  # the overlap is finished by the next chunk
-                tail = enhanced[length - overlap:] * fade_in[::-1]
-                enhanced = enhanced[:length - overlap]
-            out.write(np.clip(enhanced, -1.0, 1.0))
-            written += enhanced.size
+    with wav_io.AudioFile(in_path) as audio:
+        width = audio.channels if every_track else 1
+        if every_track:
+            fade_in = fade_in[:, None]
+        with soundfile.SoundFile(out_path, "w", features.SAMPLE_RATE, width, subtype="PCM_16",
+                                 format="WAV") as out:
+            mean, std = _level(audio, every_track)
+            tail = None  # the previous chunk's faded-out overlap
+            for chunk, last in _chunks(audio.blocks_16k(every_track=every_track), length, length - overlap):
+                if every_track:
+                    enhanced = np.stack([np.asarray(enhance(chunk[:, t], float(mean[t]), float(std[t])), np.float32)
+                                         for t in range(width)], axis=1)
+                else:
+                    enhanced = np.array(enhance(chunk, float(mean), float(std)), np.float32)
+                if tail is not None:  # the previous chunk's overlap, faded out, plus this one's, faded in
+                    enhanced[:overlap] = enhanced[:overlap] * fade_in + tail
+                if not last:  # the overlap is finished by the next chunk
+                    tail = enhanced[length - overlap:] * fade_in[::-1]
+                    enhanced = enhanced[:length - overlap]
+                enhanced = np.clip(enhanced, -1.0, 1.0)
+                out.write(enhanced)
+                if on_block is not None:
+                    on_block(enhanced)
+                written += enhanced.shape[0]
     return written / features.SAMPLE_RATE
 
 
@@ -147,17 +187,19 @@ class RecordingModel:
                                   std=tf.constant(std, tf.float32))
         return out[features.OUT_ENHANCED].numpy()
 
-    def classify(self, path: str, hop_s: Optional[float] = None, batch_size: int = 16,
-                 min_window_s: float = 0.2, max_duration_s: float = float("inf")) -> RecordingResult:
-        """Per-window labels and probabilities over the whole recording, and its aggregate; a
-        last window under min_window_s is left out (as the ExampleGen's data.min_segment_s),
-        and a recording shorter than that, longer than max_duration_s, or digitally silent throughout, is refused
-        (wav_io.AudioError), as the ExampleGen does (NaN samples too: `audio.window` raises)."""
+    def windows(self, path: str, track: Optional[int] = None, hop_s: Optional[float] = None, batch_size: int = 16,
+                min_window_s: float = 0.2, max_duration_s: float = float("inf"),
+                vad_aggressiveness: Optional[int] = None) -> Iterator[WindowResult]:
+        """Each window's label and probabilities, in order, as they are computed (of one track, with
+        `track`); with `vad_aggressiveness`, each window's speech share by the ExampleGen's detector. A
+        last window under min_window_s is left out (as the ExampleGen's data.min_segment_s), and a
+        recording shorter than that, longer than max_duration_s, or digitally silent throughout, is
+        refused (wav_io.AudioError, the last at the end), as the ExampleGen does (NaN samples too:
+        `audio.window` raises)."""
         window_s = self.window_samples / features.SAMPLE_RATE
         hop_s = hop_s or window_s
-        starts, ends, probabilities, names = [], [], [], []
         heard = False
-        with wav_io.AudioFile(path) as audio:
+        with wav_io.AudioFile(path, track) as audio:
             if audio.duration_s < min_window_s:
                 raise wav_io.AudioError(f"{audio.duration_s:.3f} s long, shorter than data.min_segment_s "
                                         f"({min_window_s:g} s): too short to label")
@@ -167,22 +209,42 @@ class RecordingModel:
             spans = window_starts(audio.duration_s, window_s, hop_s, min_window_s)
             for i in range(0, len(spans), batch_size):
                 batch = spans[i:i + batch_size]
-                windows = [audio.window(s, e) for s, e in batch]
-                heard = heard or any(np.any(w) for w in windows)
-                wavs = [wav_io.encode_pcm16_wav(w) for w in windows]
-                out = self.serve_wav(wavs)
-                probabilities.append(out[features.OUT_PROBABILITIES].numpy())
-                names += [v.decode() for v in out[features.OUT_LABEL].numpy()]
-                starts += [s for s, _ in batch]
-                ends += [e for _, e in batch]
-            duration = audio.duration_s
+                samples = [audio.window(s, e) for s, e in batch]
+                heard = heard or any(np.any(w) for w in samples)
+                out = self.serve_wav([wav_io.encode_pcm16_wav(w) for w in samples])
+                probabilities = out[features.OUT_PROBABILITIES].numpy()
+                names = [v.decode() for v in out[features.OUT_LABEL].numpy()]
+                for k, (start, end) in enumerate(batch):
+                    speech = None if vad_aggressiveness is None else vad.speech_share(samples[k], vad_aggressiveness)
+                    yield WindowResult(start, end, names[k], probabilities[k], speech)
         if not heard:
             raise wav_io.AudioError(SILENT)
-        probs = np.concatenate(probabilities)
-        weights = np.asarray(ends) - np.asarray(starts)
-        mean = (probs * weights[:, None]).sum(0) / weights.sum()
-        return RecordingResult(path, duration, starts, ends, names, probs, self.labels,
+
+    def classify(self, path: str, hop_s: Optional[float] = None, batch_size: int = 16,
+                 min_window_s: float = 0.2, max_duration_s: float = float("inf"),
+                 track: Optional[int] = None) -> RecordingResult:
+        """Per-window labels and probabilities over the whole recording, and its aggregate
+        (`windows`, gathered)."""
+        starts, ends, probabilities, names = [], [], [], []
+        aggregate = Aggregate()
+        for window in self.windows(path, track, hop_s, batch_size, min_window_s, max_duration_s):
+            starts.append(window.start_s)
+            ends.append(window.end_s)
+            names.append(window.label)
+            probabilities.append(window.probabilities)
+            aggregate.add(window)
+        with wav_io.AudioFile(path) as audio:
+            duration = audio.duration_s
+        mean = aggregate.mean()
+        return RecordingResult(path, duration, starts, ends, names, np.stack(probabilities), self.labels,
                                self.labels[int(np.argmax(mean))], mean)
+
+    def denoise_tracks(self, in_path: str, out_path: str, on_block: Optional[Callable[[np.ndarray], None]] = None,
+                       chunk_s: float = 10.0, overlap_s: float = 1.0) -> float:
+        """Each channel of `in_path` denoised on its own into a file of as many channels."""
+        if not self.denoises:
+            raise ValueError("this model has no denoiser (trainer.denoiser.enabled was false)")
+        return denoise_file(in_path, out_path, self.enhance, chunk_s, overlap_s, every_track=True, on_block=on_block)
 
     def denoise(self, in_path: str, out_path: str, chunk_s: float = 10.0, overlap_s: float = 1.0) -> float:
         if not self.denoises:

@@ -23,13 +23,14 @@ import math
 import os
 from concurrent.futures import ThreadPoolExecutor
 from types import SimpleNamespace
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 import soundfile
 
 from components import features
 from components.audio import mixing
+from components.serving import calls as call_figures
 from pipeline.datagen.keywords import BABBLE_TEXT, NOISE_KINDS, SR, make_noise, speak, speakers
 
 LABELS = ("agent", "customer")  # the span labels
@@ -74,13 +75,22 @@ _SENTENCE_S = 4.0  # a generous sentence plus pause: sets how many sentences to 
 _MISSES = 3  # a call is full when this many sentences did not fit in it
 _MAX_VOICES = 60  # a customer voice per call up to this many calls: enough held-out calls to score
 _FFT_SLACK = 1100  # samples _fft_friendly may add; it needs at most 1044 for calls up to 2 min
+# Stereo calls (`--stereo`): the agent on track 0, the customer on track 1, as call recorders write them.
+OVERTALK_SHARE = 0.25  # turns that start before the other side has finished
+_OVERTALK_S = (0.3, 1.2)  # by how much
+_CROSSTALK_DB = (-35.0, -25.0)  # the other side's leak into a track (headset echo), relative to that side
+_CROSSTALK_DELAY_S = 0.012
+_TRACK_GAIN_DB = (-8.0, 0.0)  # each side's own level
+TRUTH_FILE = "calls_truth.csv"  # the stereo generator's ground truth, a row per call
+TRUTH_COLUMNS = ("file_name", "duration_s", "agent_talk_s", "customer_talk_s", "overtalk_s", "overtalk_count",
+                 "silence_share", "longest_silence_s", "customer_label")
 
 
-def _sentence(rng: np.random.Generator, role: str) -> str:
-    """An agent's line, or a customer's sentence of a random intent."""
+def _sentence(rng: np.random.Generator, role: str, intent: Optional[str] = None) -> str:
+    """An agent's line, or a customer's sentence of `intent` (None: a random one)."""
     if role == "agent":
         return _AGENT_LINES[int(rng.integers(len(_AGENT_LINES)))]
-    intent = INTENTS[int(rng.integers(len(INTENTS)))]
+    intent = intent or INTENTS[int(rng.integers(len(INTENTS)))]
     slots = {k: v[int(rng.integers(len(v)))] for k, v in _SLOTS.items()}
     return _TEMPLATES[intent][int(rng.integers(len(_TEMPLATES[intent])))].format(**slots)
 
@@ -114,7 +124,7 @@ def _assemble(calls: List[SimpleNamespace], pool: ThreadPoolExecutor) -> None:
             for _ in range(max(1, int((c.target - c.length) / SR / _SENTENCE_S))):
                 role = LABELS[c.planned % 2]  # the agent answers, then turns alternate
                 c.planned += 1
-                batch.append((c, role, (_sentence(c.rng, role), c.agent if role == "agent" else c.voice)))
+                batch.append((c, role, (_sentence(c.rng, role, c.intent), c.agent if role == "agent" else c.voice)))
         todo = [k for k in dict.fromkeys(key for _, _, key in batch) if k not in cache]
         cache.update(zip(todo, pool.map(lambda k: speak(k[0], *k[1][1:]), todo)))
         for c, role, key in batch:
@@ -122,18 +132,22 @@ def _assemble(calls: List[SimpleNamespace], pool: ThreadPoolExecutor) -> None:
                 continue
             audio, pause = cache[key], _samples(c.rng, *_PAUSE_S) if c.spans else 0
             start = c.length + pause
+            if c.stereo and c.spans and c.rng.random() < OVERTALK_SHARE:  # barges in before the other side ends
+                last_start, last_end, _ = c.spans[-1]
+                start = max(c.length - _samples(c.rng, *_OVERTALK_S), (last_start + last_end) // 2)
             if c.spans and start + len(audio) + c.trail + _FFT_SLACK > c.target:  # the first always goes in
                 c.misses += 1
                 continue
-            c.pieces += [np.zeros(pause, np.float32), audio]
+            c.pieces += [np.zeros(max(start - c.length, 0), np.float32), audio]
             c.spans.append((start, start + len(audio), role))
-            c.length = start + len(audio)
+            c.length = max(c.length, start + len(audio))
 
 
 def generate(out: str, noise_out: str, num_calls: int = 40, min_seconds: float = 10.0,
              max_seconds: float = 120.0, snr_range: Tuple[float, float] = (0.0, 20.0), seed: int = 0,
-             workers: int = 4) -> dict:
-    """Writes the calls data set; the same arguments always write the same files."""
+             workers: int = 4, stereo: bool = False) -> dict:
+    """Writes the calls data set; the same arguments always write the same files. With `stereo`, see
+    `_write_stereo`."""
     if not 0 < min_seconds <= max_seconds:
         raise ValueError(f"need 0 < min_seconds <= max_seconds, got {min_seconds}, {max_seconds}")
     voices = speakers(min(num_calls, _MAX_VOICES) + _AGENTS, seed)
@@ -146,7 +160,8 @@ def generate(out: str, noise_out: str, num_calls: int = 40, min_seconds: float =
             id=f"call_{i:04d}", rng=rng, voice=spk[i % len(spk)], agent=agents[i % _AGENTS], target=target,
             length=lead,
             trail=_samples(rng, _EDGE_S[0], _EDGE_S[1] - _FFT_SLACK / SR), pieces=[np.zeros(lead, np.float32)],
-            spans=[], planned=0, misses=0))
+            spans=[], planned=0, misses=0, stereo=stereo,
+            intent=INTENTS[int(rng.integers(len(INTENTS)))] if stereo else None))
     with ThreadPoolExecutor(workers) as pool:  # espeak-ng runs as a subprocess
         talkers = list(pool.map(lambda i: speak(BABBLE_TEXT[i], spk[i % len(spk)][1], 160, 50),
                                 range(len(BABBLE_TEXT))))
@@ -158,6 +173,8 @@ def generate(out: str, noise_out: str, num_calls: int = 40, min_seconds: float =
             soundfile.write(os.path.join(noise_out, kind, f"{kind}_{i}.wav"), noise, SR, subtype="PCM_16")
     os.makedirs(os.path.join(out, "clean"), exist_ok=True)
     os.makedirs(os.path.join(out, "noisy"), exist_ok=True)
+    if stereo:
+        return _write_stereo(out, calls, talkers, min_seconds, max_seconds, snr_range, seed)
     rows, segments, total = [], [], 0
     for c in calls:
         length = max(c.length + c.trail, math.ceil(min_seconds * SR))  # pads short calls
@@ -188,6 +205,58 @@ def generate(out: str, noise_out: str, num_calls: int = 40, min_seconds: float =
             "voices": len({c.voice[0] for c in calls}), "labels": len({s[3] for s in segments})}
 
 
+def _write_stereo(out: str, calls: List[SimpleNamespace], talkers, min_seconds: float, max_seconds: float,
+                  snr_range: Tuple[float, float], seed: int) -> dict:
+    """Two-track calls, as call recorders write them: the agent on track 0, the customer on track 1,
+    each side at its own level, with its own noise kind and SNR and a little crosstalk of the other
+    side (a delayed leak, 25-35 dB down); OVERTALK_SHARE of the turns start before the other side has
+    finished. Each call's customer keeps to one intent. Writes stereo `noisy/` and `clean/` (each track's
+    own speech: the reference), metadata.csv (noise_kind: the customer side's), segments.csv with a
+    `track` column (agent turns labelled `agent`, customer turns the call's intent) and TRUTH_FILE: each
+    call's talk time per side, overtalk, silence share and longest silence from the turns (what `predict`'s
+    calls.csv estimates), and the customer's intent."""
+    rows, segments, truth, total = [], [], [], 0
+    for c in calls:
+        length = _fft_friendly(max(c.length + c.trail, math.ceil(min_seconds * SR)))
+        if length > max_seconds * SR:
+            raise ValueError(f"{c.id}: one sentence does not fit in max_seconds={max_seconds}")
+        rng = mixing.rng_for(seed, f"mix/{c.id}")
+        clean = np.zeros((length, 2), np.float32)
+        for k, (start, end, role) in enumerate(c.spans):
+            clean[start:end, LABELS.index(role)] += c.pieces[2 + 2 * k]
+        clean *= 10 ** (rng.uniform(*_TRACK_GAIN_DB, size=2) / 20).astype(np.float32)
+        clean_name, noisy_name = f"clean/{c.id}.wav", f"noisy/{c.id}.wav"
+        soundfile.write(os.path.join(out, clean_name), clean, SR, subtype="PCM_16")
+        clean_q = soundfile.read(os.path.join(out, clean_name), dtype="float32")[0]  # mixed as stored
+        noisy, kinds = np.zeros_like(clean_q), []
+        delay = int(_CROSSTALK_DELAY_S * SR)
+        for track in range(2):
+            kind = NOISE_KINDS[int(rng.integers(len(NOISE_KINDS)))]
+            noise = make_noise(kind, int(rng.integers(2 ** 31)), length / SR + 1.0, talkers)
+            mixed, reference = mixing.mix_at_snr(clean_q[:, track], noise, float(rng.uniform(*snr_range)), rng)
+            leak = 10 ** (rng.uniform(*_CROSSTALK_DB) / 20) * clean_q[:, 1 - track]
+            noisy[:, track] = mixed + np.concatenate([np.zeros(delay, np.float32), leak[:-delay]])
+            if not np.array_equal(reference, clean_q[:, track]) or np.abs(noisy[:, track]).max() >= 1.0:
+                raise ValueError(f"{noisy_name} clips on track {track}; lower SPEECH_RMS")
+            kinds.append(kind)
+        soundfile.write(os.path.join(out, noisy_name), noisy, SR, subtype="PCM_16")
+        rows.append([noisy_name, "", c.voice[0], clean_name, kinds[1], ""])
+        segments += [[noisy_name, f"{s / SR:.3f}", f"{e / SR:.3f}", "agent" if role == "agent" else c.intent,
+                      str(LABELS.index(role))] for s, e, role in c.spans]
+        per_track = [[(s / SR, e / SR) for s, e, r in c.spans if r == role] for role in LABELS]
+        figures = call_figures.figures_of(per_track, length / SR)
+        row = figures.row(LABELS)
+        truth.append([noisy_name, f"{length / SR:.3f}", *(row[k] for k in TRUTH_COLUMNS[2:-1]), c.intent])
+        total += length
+    for name, table in (("metadata.csv", [list(features.METADATA_COLUMNS[:6])] + rows),
+                        ("segments.csv", [list(features.SEGMENT_COLUMNS) + [features.TRACK]] + segments),
+                        (TRUTH_FILE, [list(TRUTH_COLUMNS)] + truth)):
+        with open(os.path.join(out, name), "w", newline="") as f:
+            csv.writer(f).writerows(table)
+    return {"calls": len(calls), "seconds": round(total / SR, 1), "sentences": len(segments),
+            "voices": len({c.voice[0] for c in calls}), "labels": len({s[3] for s in segments})}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", default="data/calls")
@@ -196,8 +265,11 @@ def main() -> None:
     parser.add_argument("--min-seconds", type=float, default=10.0)
     parser.add_argument("--max-seconds", type=float, default=120.0)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--stereo", action="store_true",
+                        help="two-track calls: agent on track 0, customer on track 1 (see _write_stereo)")
     args = parser.parse_args()
-    counts = generate(args.out, args.noise_out, args.calls, args.min_seconds, args.max_seconds, seed=args.seed)
+    counts = generate(args.out, args.noise_out, args.calls, args.min_seconds, args.max_seconds, seed=args.seed,
+                      stereo=args.stereo)
     print(f"calls data: {counts['calls']} calls, {counts['seconds']} s, {counts['sentences']} sentences, "
           f"{counts['labels']} labels, {counts['voices']} customer voices in {args.out}; noise in {args.noise_out}")
 
