@@ -95,7 +95,9 @@ def assert_seconds_add_up(examples):
             source = _value(e, features.SOURCE).decode()
             if "#noisy" not in source:
                 start = _value(e, features.OFFSET_S)
-                windows.setdefault(source, []).append((start, start + _value(e, features.DURATION_S)))
+                track = _value(e, features.TRACK) if features.TRACK in e.features.feature else None
+                stream = (source, track)  # data.tracks=split: a stream per track
+                windows.setdefault(stream, []).append((start, start + _value(e, features.DURATION_S)))
     covered = sum(segments.union_length(w) for w in windows.values())
     assert covered == pytest.approx(seconds["seconds_in_examples"], abs=1e-3 * (1 + len(windows)))
     proto = getattr(examples, "mlmd_artifact", examples)  # a TFX Artifact or the MLMD record of one

@@ -22,7 +22,7 @@ from components import features
 
 RECORDING_ACCURACY = "recording_accuracy"
 RECORDING_COUNT = "recording_count"
-_FEATURES = (features.SOURCE, features.DURATION_S)
+_FEATURES = (features.SOURCE, features.DURATION_S, features.TRACK)  # the track: with data.tracks=split
 
 
 def _computations(name: str = RECORDING_ACCURACY, eval_config=None, model_names: Optional[List[str]] = None,
@@ -68,6 +68,8 @@ class _RecordingCombiner(beam.CombineFn):
         feats = element.features
         source = _scalar(feats[features.SOURCE])
         source = source.decode() if isinstance(source, bytes) else str(source)
+        if feats.get(features.TRACK) is not None and np.size(feats[features.TRACK]):  # a stream per track
+            source = f"{source}#track{int(_scalar(feats[features.TRACK]))}"
         weight = float(_scalar(feats[features.DURATION_S]))
         predictions = element.get_predictions(name)
         if isinstance(predictions, dict):  # the model's outputs by name (with the denoiser: `enhanced` too)

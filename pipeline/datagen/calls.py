@@ -132,9 +132,10 @@ def _assemble(calls: List[SimpleNamespace], pool: ThreadPoolExecutor) -> None:
                 continue
             audio, pause = cache[key], _samples(c.rng, *_PAUSE_S) if c.spans else 0
             start = c.length + pause
-            if c.stereo and c.spans and c.rng.random() < OVERTALK_SHARE:  # barges in before the other side ends
-                last_start, last_end, _ = c.spans[-1]
-                start = max(c.length - _samples(c.rng, *_OVERTALK_S), (last_start + last_end) // 2)
+            if c.stereo and c.spans and c.rng.random() < OVERTALK_SHARE and c.spans[-1][2] != role:
+                last_start, last_end, _ = c.spans[-1]  # barges in before the other side ends
+                own_end = max((e for _, e, r in c.spans if r == role), default=0)
+                start = max(c.length - _samples(c.rng, *_OVERTALK_S), (last_start + last_end) // 2, own_end)
             if c.spans and start + len(audio) + c.trail + _FFT_SLACK > c.target:  # the first always goes in
                 c.misses += 1
                 continue

@@ -1,0 +1,83 @@
+"""End to end on stereo calls (pipeline/configs/calls_stereo.yaml): each track its own stream
+through the whole pipeline, sliced by role, then `tfx-audio predict --tracks split` writing a row
+per track, a stereo enhanced file and calls.csv, whose figures match the generator's truth."""
+import csv
+import os
+
+import pytest
+import soundfile
+
+from components import features
+from components.config import load_config
+from components.evaluation import tfma_recording
+from pipeline import cli
+from pipeline.datagen import calls as demo_calls
+from pipeline.outcome import ExitCode
+from tests.test_pipeline_e2e import _run
+from tests.test_wav_example_gen import _read_examples, _value, assert_seconds_add_up
+
+
+def _rows(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+@pytest.fixture(scope="module")
+def stereo_calls(tmp_path_factory):
+    root = tmp_path_factory.mktemp("stereo_calls")
+    counts = demo_calls.generate(str(root / "audio"), str(root / "noise"), num_calls=16, min_seconds=10.0,
+                                 max_seconds=25.0, seed=5, stereo=True)
+    return root / "audio", counts
+
+
+@pytest.mark.e2e
+def test_stereo_calls_run_track_by_track_and_predict_writes_call_figures(stereo_calls, tmp_path):
+    data, counts = stereo_calls
+    config = load_config("pipeline/configs/calls_stereo.yaml", [
+        f"data.input_base={data}", f"output_dir={tmp_path / 'out'}", "name=calls-stereo-e2e", "beam_args=[]",
+        "data.split_buckets={train: 6, eval: 2, test: 2}", "trainer.epochs=3", "evaluator.min_accuracy=0.0",
+        "report.enabled=false"])
+    run = _run(config)
+    assert all(state == "COMPLETE" for state in run.node_states.values()), run.node_states
+    examples = run.artifacts["WavExampleGen"]["examples"][0]
+    seconds = assert_seconds_add_up(examples)
+    assert (run.input_files, run.rejected, run.tracks) == (counts["calls"], 0, 2 * counts["calls"])
+    assert "32 tracks read" in run.text()
+    assert seconds["seconds_in"] == pytest.approx(2 * counts["seconds"], abs=0.1 * counts["calls"])
+    splits = _read_examples(examples.uri)
+    for split in splits.values():
+        for e in split:
+            track, role = _value(e, features.TRACK), _value(e, features.ROLE).decode()
+            assert role == config.data.track_roles[track]
+            label = _value(e, features.LABEL).decode()
+            assert label == "agent" if track == 0 else label in demo_calls.INTENTS
+    by_split = {name: {_value(e, features.SOURCE) for e in split} for name, split in splits.items()}
+    assert not (by_split["train"] & by_split["test"])  # both tracks of a call in one split
+    # Sliced by role (with the denoiser's metrics on, a slice holds the examples with a clean reference);
+    # per-recording accuracy per track of each test call.
+    assert {"has_clean=1,role=agent", "has_clean=1,role=customer"} <= set(run.slice_metrics), sorted(run.slice_metrics)
+    streams = {(_value(e, features.SOURCE), _value(e, features.TRACK)) for e in splits["test"]}
+    assert run.metrics[tfma_recording.RECORDING_COUNT] == len(streams)
+
+    # predict on the clean stereo calls: the call figures match the truth within 0.5 s.
+    model = os.path.join(run.artifacts["Trainer"]["model"][0].uri, "Format-Serving")
+    out = tmp_path / "predicted"
+    names = sorted(os.listdir(data / "clean"))[:6]
+    code = cli.main(["predict", "--config", "pipeline/configs/calls_stereo.yaml", "--model", model, "--out",
+                     str(out), *(str(data / "clean" / n) for n in names)])
+    assert code == ExitCode.OK
+    predictions = _rows(out / "predictions.csv")
+    assert [(os.path.basename(r["file"]), r["role"]) for r in predictions] == [
+        (n, role) for n in names for role in ("agent", "customer")]
+    windows = _rows(out / "windows.csv")
+    assert {r["role"] for r in windows} == {"agent", "customer"} and all(0 <= float(r["speech"]) <= 1 for r in windows)
+    for n in names:
+        assert soundfile.info(str(out / "enhanced" / n)).channels == 2
+    truth = {os.path.basename(r["file_name"]): r for r in _rows(data / demo_calls.TRUTH_FILE)}
+    figures = _rows(out / "calls.csv")
+    assert [os.path.basename(r["file"]) for r in figures] == names
+    for row in figures:
+        want = truth[os.path.basename(row["file"])]
+        for key in ("agent_talk_s", "customer_talk_s", "overtalk_s"):
+            assert abs(float(row[key]) - float(want[key])) <= 0.5, (row, want)
+        assert {row["agent_label"], row["customer_label"]} <= {"agent", *demo_calls.INTENTS}
