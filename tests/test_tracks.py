@@ -10,11 +10,10 @@ from hypothesis import strategies as st
 
 from components import features
 from components.audio import wav_io
-from components.ingest import segments, tables
 from components.ingest import executor as wav_executor
+from components.ingest import segments, tables
 from components.serving import calls
 from pipeline.datagen import calls as demo_calls
-from tests.test_ingest_fuzz import _process
 
 FRAME = 0.01
 
