@@ -4,17 +4,24 @@
 #   bash scripts/demo.sh            the 1-second keyword demo (pipeline/configs/demo.yaml)
 #   bash scripts/demo.sh calls      the calls demo: 40 calls of 10-120 s, intents as spans
 #                                   (pipeline/configs/calls.yaml)
+#   bash scripts/demo.sh calls-stereo  the same calls in stereo: agent and customer on their own tracks
+#                                   (pipeline/configs/calls_stereo.yaml)
 # Further arguments go to the runner, e.g. --set trainer.epochs=5
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 demo=keywords
-if [ "${1:-}" = "calls" ]; then demo=calls; shift; fi
+if [ "${1:-}" = "calls" ] || [ "${1:-}" = "calls-stereo" ]; then demo=$1; shift; fi
 # Always regenerated (seeded): stale files of an older generator would be read too.
 if [ "$demo" = calls ]; then
   rm -rf data/calls data/calls_noise
   .venv/bin/python -m pipeline.datagen.calls --out data/calls --noise-out data/calls_noise
   exec .venv/bin/tfx-audio run --config pipeline/configs/calls.yaml "$@"
+fi
+if [ "$demo" = calls-stereo ]; then
+  rm -rf data/calls_stereo data/calls_stereo_noise
+  .venv/bin/python -m pipeline.datagen.calls --stereo --out data/calls_stereo --noise-out data/calls_stereo_noise
+  exec .venv/bin/tfx-audio run --config pipeline/configs/calls_stereo.yaml "$@"
 fi
 rm -rf data/demo data/demo_noise data/demo_heldout
 .venv/bin/python -m pipeline.datagen.keywords --out data/demo --noise-out data/demo_noise
