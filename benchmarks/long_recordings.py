@@ -1,10 +1,11 @@
 """Benchmark: peak memory and speed of a long recording against a short one, through
 the WAV ExampleGen (its real executor on Beam's DirectRunner) and through
 whole-recording inference (`components.serving.recording` on a pushed model: the classifier
-over windows, the denoiser in overlap-added chunks).
+over windows, the denoiser in overlap-added chunks), and `tfx-audio predict --tracks split` on a
+stereo call (`predict_split`: each track classified and denoised, calls.csv).
 
     .venv/bin/python -m benchmarks.long_recordings --model outputs/calls/serving \
-        [--minutes 1 60] [--out benchmarks/RESULTS-long_recordings.md]
+        [--minutes 1 60] [--paths examplegen dofn serve predict_split] [--out benchmarks/RESULTS-long_recordings.md]
 
 Recordings are 8 kHz mono PCM16 (telephone rate: both paths resample to 16 kHz),
 synthesized and written 10 s at a time: a speech-band signal with syllable-rate
@@ -32,14 +33,21 @@ from benchmarks.report import publish
 RATE = 8000
 
 
-def write_recording(path: str, minutes: float, seed: int = 0) -> None:
-    """A synthetic call of `minutes`, written block by block (memory: one block)."""
+def write_recording(path: str, minutes: float, seed: int = 0, channels: int = 1) -> None:
+    """A synthetic call of `minutes`, written block by block (memory: one block); with two channels
+    the second side (another pitch) talks while the first pauses, 5 s each, overlapping by 1 s."""
     rng = np.random.default_rng(seed)
-    with soundfile.SoundFile(path, "w", RATE, 1, subtype="PCM_16", format="WAV") as f:
+    with soundfile.SoundFile(path, "w", RATE, channels, subtype="PCM_16", format="WAV") as f:
         for start in range(0, int(minutes * 60 * RATE), 10 * RATE):
             t = (start + np.arange(min(10 * RATE, int(minutes * 60 * RATE) - start))) / RATE
             voiced = 0.1 * np.sin(2 * np.pi * 180 * t) * (0.5 + 0.5 * np.sin(2 * np.pi * 4 * t)) ** 2
-            f.write(voiced + 0.02 * rng.standard_normal(t.size))
+            if channels == 1:
+                f.write(voiced + 0.02 * rng.standard_normal(t.size))
+                continue
+            turn = (t % 10.0) < 6.0  # the first side's turn, then the second's from 5 s
+            other = 0.1 * np.sin(2 * np.pi * 120 * t) * (0.5 + 0.5 * np.sin(2 * np.pi * 3 * t)) ** 2
+            f.write(np.stack([voiced * turn, other * ((t % 10.0) >= 5.0)], axis=1)
+                    + 0.005 * rng.standard_normal((t.size, 2)))
 
 
 def _child_examplegen(recording: str, work: str) -> dict:
@@ -104,6 +112,24 @@ def _child_serve(recording: str, work: str, model: str) -> dict:
             "denoise_s": time.time() - start, "windows": len(result.starts_s), "seconds": seconds}
 
 
+def _child_predict_split(recording: str, work: str, model: str) -> dict:
+    """`tfx-audio predict --tracks split` on a stereo call: per-track windows, the stereo enhanced file
+    and calls.csv."""
+    import csv
+
+    from pipeline import predict
+
+    start = time.time()
+    out = os.path.join(work, "predicted")
+    predict.predict(model, [recording], out, progress=False, tracks="split", track_roles=["agent", "customer"])
+    with open(os.path.join(out, "windows.csv"), newline="") as f:
+        windows = sum(1 for _ in csv.DictReader(f))
+    with open(os.path.join(out, "calls.csv"), newline="") as f:
+        call = next(csv.DictReader(f))
+    return {"wall_s": time.time() - start, "windows": windows, "seconds": float(call["duration_s"]),
+            "agent_talk_s": float(call["agent_talk_s"]), "customer_talk_s": float(call["customer_talk_s"])}
+
+
 def _child_oneshot(recording: str, work: str, model: str) -> dict:
     """Chunked against one-shot enhancement on the trained model: `denoise_wav` over the
     whole recording at once against `components.serving.recording`'s chunks (short recordings only)."""
@@ -148,6 +174,8 @@ def main() -> None:
     parser.add_argument("--model", default="", help="pushed SavedModel (or the Pusher's base directory)")
     parser.add_argument("--minutes", type=float, nargs="+", default=[1.0, 60.0])
     parser.add_argument("--out", default=None)
+    parser.add_argument("--paths", nargs="+", default=["examplegen", "dofn", "serve", "predict_split"],
+                        choices=["examplegen", "dofn", "serve", "predict_split"], help="what to measure (default all)")
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--recording", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--work", default=None, help=argparse.SUPPRESS)
@@ -161,6 +189,7 @@ def main() -> None:
         result = {"examplegen": lambda: _child_examplegen(args.recording, args.work),
                   "dofn": lambda: _child_dofn(args.recording),
                   "serve": lambda: _child_serve(args.recording, args.work, model),
+                  "predict_split": lambda: _child_predict_split(args.recording, args.work, model),
                   "oneshot": lambda: _child_oneshot(args.recording, args.work, model)}[args.child]()
         with open(args.result, "w") as f:
             json.dump(result, f)
@@ -168,21 +197,26 @@ def main() -> None:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         paths = {}
+        kinds = [k for k in args.paths if model or k in ("examplegen", "dofn")]
         for minutes in args.minutes:
-            paths[minutes] = os.path.join(tmp, f"call_{minutes:g}min.wav")
-            write_recording(paths[minutes], minutes)
-        kinds = ["examplegen", "dofn"] + (["serve"] if model else [])
-        results = {(k, m): _measure(k, paths[m], model) for k in kinds for m in args.minutes}
-        oneshot = _measure("oneshot", paths[min(args.minutes)], model) if model else None
+            for channels in {2 if k == "predict_split" else 1 for k in kinds}:
+                paths[minutes, channels] = os.path.join(tmp, f"call_{minutes:g}min_{channels}ch.wav")
+                write_recording(paths[minutes, channels], minutes, channels=channels)
+        results = {(k, m): _measure(k, paths[m, 2 if k == "predict_split" else 1], model)
+                   for k in kinds for m in args.minutes}
+        oneshot = _measure("oneshot", paths[min(args.minutes), 1], model) if "serve" in kinds else None
     shortest = min(args.minutes)
     for (kind, minutes), r in results.items():
         ratio = r["peak_rss_mb"] / results[(kind, shortest)]["peak_rss_mb"]
-        what = (f"{r['examples']} examples" if kind != "serve"
+        what = (f"{r['examples']} examples" if kind in ("examplegen", "dofn")
                 else f"{r['windows']} windows classified, {r['seconds']:.0f} s enhanced")
+        if kind == "predict_split":
+            what += f" (2 tracks; talk {r['agent_talk_s']:.0f} + {r['customer_talk_s']:.0f} s)"
         rows.append(f"| {kind} | {minutes:g} min | {what} | {r['wall_s']:.1f} | "
                     f"{minutes * 60 / r['wall_s']:.1f}x | {r['peak_rss_mb']:.0f} | {ratio:.2f}x |")
-    table = ("Machine: 2 CPUs, x86_64. Recordings: 8 kHz mono PCM16, synthetic. ExampleGen: 10-s windows, "
-             "Beam DirectRunner in-process. Serving: " + (model or "not run (no --model)") + ".\n\n"
+    table = ("Machine: 2 CPUs, x86_64. Recordings: 8 kHz PCM16, synthetic; mono, stereo for predict_split. "
+             "ExampleGen: 10-s windows, Beam DirectRunner in-process. Serving: "
+             + (model or "not run (no --model)") + ".\n\n"
              "| path | recording | output | wall s | faster than real time | peak RSS MB | RSS vs shortest |\n"
              "| --- | --- | --- | --- | --- | --- | --- |\n" + "\n".join(rows))
     if oneshot:

@@ -40,7 +40,10 @@ METADATA_COLUMNS = (FILE_NAME, LABEL, GROUP, CLEAN_FILE_NAME, NOISE_KIND, SNR_DB
 METADATA_REQUIRED = (FILE_NAME, LABEL)
 SEGMENT_COLUMNS = (FILE_NAME, START_S, END_S, LABEL)
 SEGMENT_OPTIONAL = (TRACK,)  # a span's track (data.tracks=split); without it a span covers every track
-NOISY_DIR, CLEAN_DIR = "noisy/", "clean/"  # the paired layout's folders (data.layout=paired)
+NOISY_DIR, CLEAN_DIR = "noisy/", "clean/"
+# Ground truth of generated calls beside them (pipeline/datagen/calls.py --stereo), a row per call: what
+# predict's calls.csv estimates; the run report compares the two on the test split's calls.
+CALLS_TRUTH_FILE = "calls_truth.csv"  # the paired layout's folders (data.layout=paired)
 
 # Optional raw features: absent from some examples.
 OPTIONAL_KEYS = (CLEAN_AUDIO, NOISE_KIND, SNR_DB, CHANNEL)

@@ -107,7 +107,8 @@ def _reason(error: Exception) -> str:
     return f"{type(error).__name__}: {error}"
 
 
-def _roles(count: int, track_roles: Sequence[str]) -> List[str]:
+def roles_of(count: int, track_roles: Sequence[str]) -> List[str]:
+    """Each track's role: data.track_roles', else `track<i>`."""
     return [track_roles[t] if t < len(track_roles) else f"track{t}" for t in range(count)]
 
 
@@ -174,7 +175,7 @@ def _one_file(model: RecordingModel, path: str, name: str, out_dir: str, writers
         channels, duration = audio.channels, audio.duration_s
     split = writers.roles is not None
     tracks = list(range(channels)) if split else [None]
-    roles = _roles(channels, writers.roles or [])
+    roles = roles_of(channels, writers.roles or [])
     enhanced = os.path.join(out_dir, "enhanced", os.path.splitext(name)[0] + ".wav")
     with tempfile.TemporaryFile("w+", newline="") as spool:
         rows = []
@@ -185,8 +186,7 @@ def _one_file(model: RecordingModel, path: str, name: str, out_dir: str, writers
             rows.append((row, label))
         activity = None
         if split and channels <= 2:
-            activity = CallActivity(channels, calls.vad_aggressiveness, calls.min_gap_s, calls.pad_s,
-                                    calls.floor_margin_db, calls.floor_percentile, calls.floor_window_s)
+            activity = CallActivity.from_config(channels, calls)
         if model.denoises:
             os.makedirs(os.path.dirname(enhanced), exist_ok=True)
             if split:

@@ -17,6 +17,7 @@ from ml_metadata.metadata_store import metadata_store
 from ml_metadata.proto import metadata_store_pb2
 from tfx.orchestration import metadata
 
+from components import features
 from components.evaluation import tfma_quality, tfma_recording, tfma_snr
 from components.validation import schema
 
@@ -113,6 +114,14 @@ class RunSummary:
                 + (f" (latest blessed model: {self.heldout_baseline(m):.4g})" if m + "_diff" in held else "")
                 for m in _SIDE_BY_SIDE if m in held))
             lines += _slice_table("held-out by slice", self.heldout_slice_metrics)
+        if self.calls:
+            c = self.calls
+            errors = ", ".join(f"{key[:-len('_mean_abs_error')]} {value:.2f} s" for key, value in c.items()
+                               if key.endswith("_mean_abs_error"))
+            lines.append(f"  calls (report; {int(c['calls'])} test calls against {features.CALLS_TRUTH_FILE}): "
+                         f"every figure within 0.5 s in {c['within_0.5s_all']:.0%} of them; mean absolute error "
+                         + errors + (f"; the customer's label right in {c['customer_label_accuracy']:.0%}"
+                                     if "customer_label_accuracy" in c else ""))
         for check in self.failed_checks:
             lines.append(f"  failed check: {check}")
         if "Evaluator" in self.node_states:

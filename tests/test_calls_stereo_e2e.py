@@ -14,6 +14,7 @@ from pipeline import cli
 from pipeline.datagen import calls as demo_calls
 from pipeline.outcome import ExitCode
 from tests.test_pipeline_e2e import _run
+from tests.test_report import ARTIFACTS, assert_report_renders
 from tests.test_wav_example_gen import _read_examples, _value, assert_seconds_add_up
 
 
@@ -35,8 +36,7 @@ def test_stereo_calls_run_track_by_track_and_predict_writes_call_figures(stereo_
     data, counts = stereo_calls
     config = load_config("pipeline/configs/calls_stereo.yaml", [
         f"data.input_base={data}", f"output_dir={tmp_path / 'out'}", "name=calls-stereo-e2e", "beam_args=[]",
-        "data.split_buckets={train: 6, eval: 2, test: 2}", "trainer.epochs=3", "evaluator.min_accuracy=0.0",
-        "report.enabled=false"])
+        "data.split_buckets={train: 6, eval: 2, test: 2}", "trainer.epochs=3", "evaluator.min_accuracy=0.0"])
     run = _run(config)
     assert all(state == "COMPLETE" for state in run.node_states.values()), run.node_states
     examples = run.artifacts["WavExampleGen"]["examples"][0]
@@ -58,6 +58,15 @@ def test_stereo_calls_run_track_by_track_and_predict_writes_call_figures(stereo_
     assert {"has_clean=1,role=agent", "has_clean=1,role=customer"} <= set(run.slice_metrics), sorted(run.slice_metrics)
     streams = {(_value(e, features.SOURCE), _value(e, features.TRACK)) for e in splits["test"]}
     assert run.metrics[tfma_recording.RECORDING_COUNT] == len(streams)
+
+    # The report shows the longest test call track by track, and its test calls against the truth.
+    items = assert_report_renders(run.report, os.path.join(ARTIFACTS, "report-calls-stereo.png"))
+    assert {"recording_windows", "call_figures", "calls_against_truth", "recording_0", "recording_1"} <= set(items)
+    windows = _rows(os.path.join(os.path.dirname(run.report), "data", "recording_windows.csv"))
+    assert {r["role"] for r in windows} == {"agent", "customer"} and all(r["speech"] for r in windows)
+    against = _rows(os.path.join(os.path.dirname(run.report), "data", "calls_against_truth.csv"))
+    assert {r["call"] for r in against} == {s.decode() for s in by_split["test"]}
+    assert run.calls["calls"] == len(against) and "calls (report; " in run.text()
 
     # predict on the clean stereo calls: the call figures match the truth within 0.5 s.
     model = os.path.join(run.artifacts["Trainer"]["model"][0].uri, "Format-Serving")

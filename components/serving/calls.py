@@ -123,6 +123,12 @@ class CallActivity:
         self._regions = [segments.RegionStream(vad.FRAME_S, min_gap_s, pad_s) for _ in range(tracks)]
         self._sweep = CallSweep(tracks)
 
+    @classmethod
+    def from_config(cls, tracks: int, cfg) -> "CallActivity":
+        """With the `calls` settings (components.config.CallsConfig)."""
+        return cls(tracks, cfg.vad_aggressiveness, cfg.min_gap_s, cfg.pad_s, cfg.floor_margin_db,
+                   cfg.floor_percentile, cfg.floor_window_s)
+
     def push(self, block: np.ndarray) -> None:
         for t, (frames, gate, regions) in enumerate(zip(self._frames, self._gates, self._regions)):
             flags, levels = frames.push_with_levels(block[:, t])

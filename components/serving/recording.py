@@ -58,20 +58,27 @@ class WindowResult:
 
 
 class Aggregate:
-    """The recording's label from its windows: the mean of their probabilities, weighted by length
-    (a running sum: memory of one window)."""
+    """The recording's label from its windows: the mean of their probabilities, weighted by length,
+    and by speech share where the windows have one (a track of a call: the windows where its side
+    speaks, not those holding the other side's crosstalk or silence). A running sum: memory of one
+    window."""
 
     def __init__(self):
-        self._sum, self._weight = None, 0.0
+        self._sums = {False: [None, 0.0], True: [None, 0.0]}  # by length alone; by length x speech share
 
     def add(self, window: WindowResult) -> None:
-        weight = window.end_s - window.start_s
-        part = window.probabilities * weight
-        self._sum = part if self._sum is None else self._sum + part
-        self._weight += weight
+        length = window.end_s - window.start_s
+        for by_speech, entry in self._sums.items():
+            weight = length * (window.speech or 0.0) if by_speech else length
+            part = window.probabilities * weight
+            entry[0] = part if entry[0] is None else entry[0] + part
+            entry[1] += weight
 
     def mean(self) -> np.ndarray:
-        return self._sum / self._weight
+        total, weight = self._sums[True]
+        if weight <= 0:  # no speech share known, or none heard: by length
+            total, weight = self._sums[False]
+        return total / weight
 
 
 def window_starts(duration_s: float, window_s: float, hop_s: float,

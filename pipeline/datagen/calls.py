@@ -81,7 +81,7 @@ _OVERTALK_S = (0.3, 1.2)  # by how much
 _CROSSTALK_DB = (-35.0, -25.0)  # the other side's leak into a track (headset echo), relative to that side
 _CROSSTALK_DELAY_S = 0.012
 _TRACK_GAIN_DB = (-8.0, 0.0)  # each side's own level
-TRUTH_FILE = "calls_truth.csv"  # the stereo generator's ground truth, a row per call
+TRUTH_FILE = features.CALLS_TRUTH_FILE  # the stereo generator's ground truth, a row per call
 TRUTH_COLUMNS = ("file_name", "duration_s", "agent_talk_s", "customer_talk_s", "overtalk_s", "overtalk_count",
                  "silence_share", "longest_silence_s", "customer_label")
 

@@ -8,6 +8,8 @@ cut at `report.recording_max_s`."""
 from __future__ import annotations
 
 import collections
+import csv
+import io
 import os
 import tempfile
 from typing import Dict, Iterator, List, Optional, Tuple
@@ -22,9 +24,10 @@ from components import features
 from components.audio import wav_io
 from components.audio.snr import si_snr_db
 from components.config import PipelineConfig
-from components.serving.recording import RecordingModel
+from components.serving.calls import CallActivity, CallFigures
+from components.serving.recording import Aggregate, RecordingModel
 from components.training import input_pipeline
-from pipeline import summary
+from pipeline import predict, summary
 from pipeline.report import plots
 from pipeline.report.model import Item, Section, Sound
 
@@ -94,10 +97,10 @@ def _clips(model: RecordingModel, examples: List[tf.train.Example]) -> Tuple[Ite
     return Item("test_clips", "Test windows through the model", rows), sounds
 
 
-def _pick(run: summary.RunSummary, cfg) -> Tuple[List[tf.train.Example], Optional[str]]:
-    """The first `report.clips` test windows (those with a clean reference first) and the
+def _pick(run: summary.RunSummary, cfg) -> Tuple[List[tf.train.Example], Optional[str], set]:
+    """The first `report.clips` test windows (those with a clean reference first), the
     longest test recording that is a file (not a generated noisy copy) among the first
-    `report.scan_examples` windows."""
+    `report.scan_examples` windows, and those recordings."""
     with_clean, without, seconds = [], [], collections.Counter()
     for n, example in enumerate(_test_examples(run)):
         if n >= cfg.scan_examples:
@@ -108,7 +111,7 @@ def _pick(run: summary.RunSummary, cfg) -> Tuple[List[tf.train.Example], Optiona
         if "#" not in source:
             seconds[source] += float(_value(example, features.DURATION_S) or 0.0)
     longest = seconds.most_common(1)[0][0] if seconds else None
-    return (with_clean + without)[:cfg.clips], longest
+    return (with_clean + without)[:cfg.clips], longest, set(seconds)
 
 
 def _cut(path: str, max_s: float, into: str) -> Tuple[str, float, float]:
@@ -148,13 +151,135 @@ def _recording(config: PipelineConfig, recording: RecordingModel, source: str, t
     return [timeline], _sound("recording", title, wavs)
 
 
+def _cut_tracks(path: str, max_s: float, into: str) -> Tuple[str, float, float, int]:
+    """`_cut`, keeping the channels apart; also returns their number."""
+    with wav_io.AudioFile(path) as audio:
+        end, whole, channels = min(audio.duration_s, max_s), audio.duration_s, audio.channels
+        want = int(round(end * features.SAMPLE_RATE))
+        with soundfile.SoundFile(into, "w", features.SAMPLE_RATE, channels, subtype="PCM_16", format="WAV") as out:
+            for block in audio.blocks_16k(every_track=True):
+                take = min(block.shape[0], want)
+                out.write(np.clip(block[:take], -1.0, 1.0))
+                want -= take
+                if want <= 0:
+                    break
+    return into, end, whole, channels
+
+
+def _track_wav(path: str, track: int) -> bytes:
+    """One channel of a (cut, short) file as 16 kHz mono WAV bytes."""
+    samples = soundfile.read(path, dtype="float32", always_2d=True)[0]
+    return wav_io.encode_pcm16_wav(samples[:, track])
+
+
+def _figures(recording: RecordingModel, path: str, channels: int, calls_cfg, into: str) -> CallFigures:
+    """The call figures of `path` as `tfx-audio predict` computes them (on its enhanced tracks)."""
+    activity = CallActivity.from_config(channels, calls_cfg)
+    if recording.denoises:
+        recording.denoise_tracks(path, into, on_block=activity.push)
+    else:
+        with wav_io.AudioFile(path) as audio:
+            for block in audio.blocks_16k(every_track=True):
+                activity.push(block)
+    return activity.finish(soundfile.info(path).duration)
+
+
+def _truth(config: PipelineConfig) -> Dict[str, dict]:
+    """The generator's call truth beside the data (features.CALLS_TRUTH_FILE), by file name; {} without."""
+    path = FileSystems.join(config.data.input_base, features.CALLS_TRUTH_FILE)
+    if not FileSystems.exists(path):
+        return {}
+    with FileSystems.open(path) as f:
+        return {row["file_name"]: row for row in csv.DictReader(io.StringIO(f.read().decode()))}
+
+
+def _call(config: PipelineConfig, recording: RecordingModel, source: str, tmp: str) -> Tuple[List[Item], List[Sound]]:
+    """data.tracks=split: the call's tracks side by side: noisy, enhanced and clean per track, the
+    per-window labels and speech share per track, and the call figures (with the truth when known)."""
+    base = config.data.input_base
+    noisy, seconds, whole, channels = _cut_tracks(FileSystems.join(base, source), config.report.recording_max_s,
+                                                  os.path.join(tmp, "noisy.wav"))
+    roles = predict.roles_of(channels, config.data.track_roles)
+    enhanced = os.path.join(tmp, "enhanced.wav")
+    figures = _figures(recording, noisy, channels, config.calls, enhanced) if channels <= 2 else None
+    clean_source = source.replace(features.NOISY_DIR, features.CLEAN_DIR, 1) if config.data.layout == "paired" else None
+    clean = None
+    if clean_source and FileSystems.exists(FileSystems.join(base, clean_source)):
+        clean = _cut_tracks(FileSystems.join(base, clean_source), seconds, os.path.join(tmp, "clean.wav"))[0]
+    cut = f"its first {seconds:.1f} of {whole:.1f} s (report.recording_max_s)" if whole > seconds else f"{whole:.1f} s"
+    rows, sounds = [], []
+    for track, role in enumerate(roles):
+        result = recording.windows(noisy, track, vad_aggressiveness=config.calls.vad_aggressiveness)
+        rows += [{"track": track, "role": role, "start_s": round(w.start_s, 3), "end_s": round(w.end_s, 3),
+                  "label": w.label, "speech": round(w.speech, 3),
+                  **{name: round(float(p), 4) for name, p in zip(recording.labels, w.probabilities)}} for w in result]
+        wavs = {"noisy": _track_wav(noisy, track)}
+        if recording.denoises:
+            wavs["enhanced"] = _track_wav(enhanced, track)
+        if clean is not None:
+            wavs["clean"] = _track_wav(clean, track)
+        sounds.append(_sound(f"recording_{track}", f"Call {source}, {cut}: the {role}'s track", wavs))
+    items = [Item("recording_windows", f"Call {source}, {cut}: class probabilities and speech share per window, "
+                                       f"per track", rows, plots.track_timelines(rows, recording.labels, roles))]
+    if figures is not None:
+        truth = _truth(config).get(source) if whole <= seconds else None
+        predicted = figures.row(roles)
+        items.append(Item("call_figures", f"Call {source}, {cut}: call figures (`tfx-audio predict`'s calls.csv)"
+                          + (" against the generator's truth" if truth else ""),
+                          [{"figure": k, "predicted": v, **({"truth": float(truth[k])} if truth and k in truth else {})}
+                           for k, v in predicted.items()]))
+    return items, sounds
+
+
+def calls_against_truth(config: PipelineConfig, recording: RecordingModel, sources: List[str],
+                        tmp: str) -> Tuple[Optional[Item], Dict[str, float]]:
+    """The call figures of each test call with a truth row, whole, against it: a row per call, and
+    the summary's figures (calls, how many within 0.5 s, mean absolute errors, the customer's
+    label per call)."""
+    truth = _truth(config)
+    rows = []
+    for source in sorted(s for s in sources if s in truth):
+        path = FileSystems.join(config.data.input_base, source)
+        with wav_io.AudioFile(path) as audio:
+            channels = audio.channels
+        if channels != 2:
+            continue
+        roles = predict.roles_of(2, config.data.track_roles)
+        figures = _figures(recording, path, 2, config.calls, os.path.join(tmp, "call.wav")).row(roles)
+        want = truth[source]
+        row = {"call": source}
+        for key in (f"{roles[0]}_talk_s", f"{roles[1]}_talk_s", "overtalk_s", "overtalk_count"):
+            row[key], row[key + "_truth"] = figures[key], float(want[key])
+        if "customer_label" in want and "customer" in roles:  # as predict labels a track
+            aggregate = Aggregate()
+            for window in recording.windows(path, roles.index("customer"),
+                                            vad_aggressiveness=config.calls.vad_aggressiveness):
+                aggregate.add(window)
+            label = recording.labels[int(np.argmax(aggregate.mean()))]
+            row["customer_label"], row["customer_label_truth"] = label, want["customer_label"]
+        rows.append(row)
+    if not rows:
+        return None, {}
+    errors = {key: np.abs([r[key] - r[key + "_truth"] for r in rows])
+              for key in rows[0] if key.endswith("_s") and key + "_truth" in rows[0]}
+    figures = {"calls": float(len(rows))}
+    for key, error in errors.items():
+        figures[f"{key}_mean_abs_error"] = float(error.mean())
+        figures[f"{key}_within_0.5s"] = float(np.mean(error <= 0.5))
+    figures["within_0.5s_all"] = float(np.mean(np.all(np.stack(list(errors.values())) <= 0.5, axis=0)))
+    if "customer_label" in rows[0]:
+        figures["customer_label_accuracy"] = float(np.mean([r["customer_label"] == r["customer_label_truth"]
+                                                            for r in rows]))
+    return Item("calls_against_truth", "Test calls: call figures against the generator's truth", rows), figures
+
+
 def section(run: summary.RunSummary, config: PipelineConfig) -> Section:
     out = Section("Listening")
     path = model_dir(run)
     if not path or "WavExampleGen" not in run.artifacts:
         out.notes.append("No model was trained in this run: nothing to listen to.")
         return out
-    examples, longest = _pick(run, config.report)
+    examples, longest, sources = _pick(run, config.report)
     model = RecordingModel(path)  # loaded once, for the clips and the recording
     clips, out.sounds = _clips(model, examples)
     out.items.append(clips)
@@ -162,7 +287,13 @@ def section(run: summary.RunSummary, config: PipelineConfig) -> Section:
         out.notes.append("No test recording read from a file (only generated noisy copies).")
         return out
     with tempfile.TemporaryDirectory() as tmp:
-        items, sound = _recording(config, model, longest, tmp)
+        if config.data.tracks == "split":
+            items, sounds = _call(config, model, longest, tmp)
+            against, run.calls = calls_against_truth(config, model, sorted(sources), tmp)
+            items += [against] if against is not None else []
+        else:
+            items, sound = _recording(config, model, longest, tmp)
+            sounds = [sound]
     out.items += items
-    out.sounds.append(sound)
+    out.sounds += sounds
     return out

@@ -116,3 +116,23 @@ def timeline(rows: List[dict], labels: Sequence[str]) -> bytes:
     ax.legend(fontsize="small", ncol=min(len(labels), 6), loc="upper right")
     ax.grid(alpha=0.3)
     return _png(fig)
+
+
+def track_timelines(rows: List[dict], labels: Sequence[str], roles: Sequence[str]) -> bytes:
+    """`timeline` per track of a call, one panel each, with the windows' speech share (dashed), from rows
+    of {role, start_s, end_s, speech, <label>...}."""
+    fig, axes = plt.subplots(len(roles), 1, figsize=(9.0, 2.2 * len(roles)), squeeze=False, sharex=True)
+    for ax, role in zip(axes[:, 0], roles):
+        mine = [row for row in rows if row["role"] == role]
+        centers = [(row["start_s"] + row["end_s"]) / 2 for row in mine]
+        for label in labels:
+            ax.plot(centers, [row[label] for row in mine], marker=".", label=label)
+        ax.plot(centers, [row["speech"] for row in mine], color="black", linestyle="--", label="speech")
+        ax.set_ylim(-0.02, 1.02)
+        ax.set_ylabel(role)
+        ax.grid(alpha=0.3)
+    axes[0, 0].legend(fontsize="small", ncol=min(len(labels) + 1, 7), loc="upper right")
+    axes[-1, 0].set_xlabel("s")
+    fig.tight_layout()
+    return _png(fig)
+
