@@ -288,6 +288,8 @@ def _assert_report(run, screenshot):
     assert {"inputs", "examples_by_label", "rejects_by_reason", "anomalies", "window_durations", "training_curves",
             "metrics", "blessing_checks", "confusion_matrix", "recall_by_class", f"by_{features.NOISE_KIND}",
             f"by_{features.SNR_BUCKET}", "test_clips", "recording_windows", "clip_0", "recording"} <= set(items), items
+    # Every test recording is a 1-s clip: the report joins several into one, so its timeline has windows.
+    assert items["recording_windows"]["rows"] >= 3, items["recording_windows"]
     by_label = _report_rows(run, "examples_by_label")
     assert sum(int(row["test"]) for row in by_label) == run.split_counts["test"]
     cells = _report_rows(run, "confusion_matrix")  # TFMA's counts: they add up to its accuracy

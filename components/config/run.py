@@ -138,8 +138,8 @@ class CallsConfig:
     """Call-level QA figures (`tfx-audio predict` on calls with data.tracks=split, and the run report):
     each track's speech regions by the ExampleGen's voice-activity detector (webrtcvad) on the enhanced
     track (the noisy one without a denoiser), kept where a frame also stands out of the track's noise
-    floor. Defaults tuned on generated stereo calls (`python -m pipeline.datagen.calls --stereo --seed 1`),
-    not on the demo's."""
+    floor. Defaults tuned on generated stereo calls other than the demo's (`benchmarks/call_figures.py
+    --part validation`: calls of seed 1)."""
     vad_aggressiveness: Annotated[Int, Field(ge=0, le=3)] = setting(3, "webrtcvad: 0 keeps the most audio as "
                                                                        "speech, 3 the least")
     min_gap_s: NonNegative = setting(0.3, "a pause shorter than this inside a turn is talk")
@@ -147,7 +147,7 @@ class CallsConfig:
     floor_margin_db: Optional[NonNegative] = setting(
         12.0, "a frame is speech only this far above the track's noise floor; None: the detector alone")
     floor_percentile: Annotated[Float, Field(ge=0, le=100)] = setting(
-        30.0, "the noise floor: this percentile of the frame levels of the last floor_window_s")
+        10.0, "the noise floor: this percentile of the frame levels of the last floor_window_s")
     floor_window_s: Positive = setting(30.0, "how much of the track the noise floor is taken over")
 
 

@@ -1,6 +1,9 @@
 """The report's listening section: a few test windows and one whole test recording
 through the run's model (the pushed one, else the Trainer's), as noisy, enhanced
-and clean audio with their spectrograms, and the recording's per-window labels.
+and clean audio with their spectrograms, and the recording's per-window labels: the
+longest test recording, or, when every one is a short clip (a keyword corpus), test
+recordings joined into one; with data.tracks=split, the longest call track by track
+and every test call's figures against the generator's truth.
 
 Memory and page size stay bounded: the test split is read as a stream and only
 until the clips and `report.scan_examples` windows are seen, and the recording is
@@ -130,9 +133,11 @@ def _bytes(path: str) -> bytes:
         return f.read()
 
 
-def _recording(config: PipelineConfig, recording: RecordingModel, source: str, tmp: str) -> Tuple[List[Item], Sound]:
+def _recording(config: PipelineConfig, recording: RecordingModel, source: str, tmp: str,
+               path: Optional[str] = None) -> Tuple[List[Item], Sound]:
+    """The recording `source` (or the file at `path`, named `source`) through the model."""
     base = config.data.input_base
-    noisy, seconds, whole = _cut(FileSystems.join(base, source), config.report.recording_max_s,
+    noisy, seconds, whole = _cut(path or FileSystems.join(base, source), config.report.recording_max_s,
                                  os.path.join(tmp, "noisy.wav"))
     result = recording.classify(noisy)
     rows = [{k: round(v, 4) if isinstance(v, float) else v for k, v in row.items()} for row in result.rows()]
@@ -142,13 +147,40 @@ def _recording(config: PipelineConfig, recording: RecordingModel, source: str, t
         recording.denoise(noisy, enhanced)
         wavs["enhanced"] = _bytes(enhanced)
     clean_source = source.replace(features.NOISY_DIR, features.CLEAN_DIR, 1) if config.data.layout == "paired" else None
-    if clean_source and FileSystems.exists(FileSystems.join(base, clean_source)):
+    if path is None and clean_source and FileSystems.exists(FileSystems.join(base, clean_source)):
         wavs["clean"] = _bytes(_cut(FileSystems.join(base, clean_source), seconds, os.path.join(tmp, "clean.wav"))[0])
     cut = f"its first {seconds:.1f} of {whole:.1f} s (report.recording_max_s)" if whole > seconds else f"{whole:.1f} s"
     title = f"Recording {source}, {cut}: labelled {result.label}"
     timeline = Item("recording_windows", f"{title}: class probabilities per window", rows,
                     plots.timeline(rows, result.labels))
     return [timeline], _sound("recording", title, wavs)
+
+
+_JOIN_GAP_S = 0.3  # silence between the test recordings joined into one (short clips: a keyword corpus)
+
+
+def _seconds(config: PipelineConfig, source: str) -> float:
+    with wav_io.AudioFile(FileSystems.join(config.data.input_base, source)) as audio:
+        return audio.duration_s
+
+
+def _joined(config: PipelineConfig, sources: List[str], into: str) -> Tuple[str, int]:
+    """Test recordings one after another, _JOIN_GAP_S apart, up to report.recording_max_s, as one 16 kHz
+    file: what a recording of several utterances looks like to the model when every test recording is
+    a single short clip. Returns the file and how many recordings it holds."""
+    budget = int(config.report.recording_max_s * features.SAMPLE_RATE)
+    gap = np.zeros(int(_JOIN_GAP_S * features.SAMPLE_RATE), np.float32)
+    count = 0
+    with soundfile.SoundFile(into, "w", features.SAMPLE_RATE, 1, subtype="PCM_16", format="WAV") as out:
+        for source in sources:
+            with wav_io.AudioFile(FileSystems.join(config.data.input_base, source)) as audio:
+                samples = audio.window(0.0, audio.duration_s)
+            if samples.size + gap.size > budget:
+                break
+            out.write(np.concatenate([np.clip(samples, -1.0, 1.0), gap]))
+            budget -= samples.size + gap.size
+            count += 1
+    return into, count
 
 
 def _cut_tracks(path: str, max_s: float, into: str) -> Tuple[str, float, float, int]:
@@ -291,6 +323,11 @@ def section(run: summary.RunSummary, config: PipelineConfig) -> Section:
             items, sounds = _call(config, model, longest, tmp)
             against, run.calls = calls_against_truth(config, model, sorted(sources), tmp)
             items += [against] if against is not None else []
+        elif _seconds(config, longest) < 3 * model.window_samples / features.SAMPLE_RATE and len(sources) > 1:
+            path, count = _joined(config, sorted(sources), os.path.join(tmp, "joined.wav"))
+            items, sound = _recording(config, model, f"{count} test recordings joined, {_JOIN_GAP_S} s apart", tmp,
+                                      path)
+            sounds = [sound]
         else:
             items, sound = _recording(config, model, longest, tmp)
             sounds = [sound]
