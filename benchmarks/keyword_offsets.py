@@ -8,8 +8,8 @@ word somewhere in one second. Every clip of the held-out corpus (pipeline/datage
 voices, noises and a channel the training never has) is put into a 1-s window at 0, 0.1 and
 0.3 s after its start (silence before, the clip cut at the window's end), and the pushed model's
 `serve_wav` labels each. Per offset: accuracy, clean and noisy apart, and how often the label is
-the one the same clip gets at offset 0. This corpus is the held-out protocol's tuning (validation)
-material (docs/generalization.md), not a test part read once.
+the one the same clip gets at offset 0. By default the held-out protocol's tuning (validation) part
+(docs/generalization.md); `--heldout data/demo_heldout/test` reads its test part, once per model.
 """
 import argparse
 import csv
@@ -75,7 +75,9 @@ def main():
                          f"{right[noisy].mean():.3f} | {(got == predicted[0.0]).mean():.3f} |")
     head = (f"{len(rows)} held-out clips ({int((~noisy).sum())} clean, {int(noisy.sum())} noisy at 0, 5 and 10 dB; "
             f"wideband and mobile) from {args.heldout}, each in a 1-s window at each offset, labelled by "
-            f"`serve_wav`. Validation material: the held-out protocol's tuning corpus.\n\n")
+            f"`serve_wav`. " + ("The held-out protocol's test part, read once for these models."
+                                if os.path.basename(os.path.normpath(args.heldout)) == "test" else
+                                "Validation material: the held-out protocol's tuning corpus.") + "\n\n")
     publish("Keyword labels against the word's place in the window", head + "\n".join(table) + "\n", args.out)
 
 
