@@ -38,6 +38,7 @@ CLEAN_FILE_NAME = "clean_file_name"  # its clean reference's path under input_ba
 START_S, END_S = "start_s", "end_s"  # a span's bounds, seconds from the recording's start
 METADATA_COLUMNS = (FILE_NAME, LABEL, GROUP, CLEAN_FILE_NAME, NOISE_KIND, SNR_DB, CHANNEL)
 METADATA_REQUIRED = (FILE_NAME, LABEL)
+METADATA_OPTIONAL = (TRACK,)  # a one-channel file's side of a call kept as two files (data.tracks=split)
 SEGMENT_COLUMNS = (FILE_NAME, START_S, END_S, LABEL)
 SEGMENT_OPTIONAL = (TRACK,)  # a span's track (data.tracks=split); without it a span covers every track
 NOISY_DIR, CLEAN_DIR = "noisy/", "clean/"

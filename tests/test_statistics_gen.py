@@ -51,7 +51,8 @@ def test_statistics_validate_against_the_schema_with_audio_features_counted(tmp_
     curated = tfdv.load_schema_text("schemas/schema.pbtxt")
     bounded = schema.apply_bounds(curated, schema.bounds(config))
     absent = set(by_name) ^ {f.name for f in bounded.feature}
-    assert absent == {features.NOISE_KIND, features.CHANNEL}  # optional, and this corpus has neither
+    # optional, and this corpus (mono, data.tracks mix) has none of them
+    assert absent == {features.NOISE_KIND, features.CHANNEL, features.TRACK, features.ROLE}
     for key in (features.AUDIO, features.CLEAN_AUDIO):
         string_stats = by_name[key].string_stats
         assert string_stats.common_stats.num_non_missing == 6

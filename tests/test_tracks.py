@@ -184,7 +184,28 @@ def test_segments_csv_checks_overlap_per_track(tmp_path):
         tables.read_segments(str(tmp_path), "segments.csv")
 
 
-def _process_spans(base, source, spans, options):
+def test_a_call_kept_as_two_files_gives_each_its_track_from_metadata(tmp_path):
+    """One file per side, matched by the call's group: each file's examples carry the track (and role)
+    metadata.csv gives it, and the call's group keeps both in one split."""
+    (tmp_path / "calls").mkdir()
+    roles = dict(tracks="split", track_roles=["agent", "customer"])
+    got = {}
+    for name, track, freq in (("c1_agent.wav", "0", 300), ("c1_customer.wav", "1", 500)):
+        soundfile.write(str(tmp_path / "calls" / name), _tone(2.0, freq), 16000, subtype="PCM_16")
+        meta = {features.LABEL: "x", features.GROUP: "c1", features.TRACK: track}
+        examples, rejects, seconds = _process_spans(tmp_path, f"calls/{name}", [(0.0, 2.0, "x", int(track))],
+                                                    _options(**roles), [meta])
+        assert rejects == [] and seconds[0]["seconds_in"] == pytest.approx(2.0)
+        got[name] = {(_int(e, features.TRACK), _text(e, features.ROLE), _text(e, features.GROUP)) for e in examples}
+    assert got == {"c1_agent.wav": {(0, "agent", "c1")}, "c1_customer.wav": {(1, "customer", "c1")}}
+    # A stereo file holds its own tracks: a track in metadata.csv is refused, naming the problem.
+    _stereo(str(tmp_path / "calls" / "s.wav"), _tone(2.0, 300), _tone(2.0, 500))
+    _, rejects, _ = _process_spans(tmp_path, "calls/s.wav", None, _options(**roles),
+                                   [{features.LABEL: "x", features.TRACK: "1"}])
+    assert len(rejects) == 1 and "only a one-channel file" in rejects[0]["reason"]
+
+
+def _process_spans(base, source, spans, options, meta=()):
     """windows.ToExamples on one recording with its spans (as the executor's join gives them)."""
     import apache_beam as beam
     import tensorflow as tf
@@ -193,7 +214,8 @@ def _process_spans(base, source, spans, options):
     from components.ingest import windows
     do_fn = windows.ToExamples(str(base), options)
     do_fn.setup()
-    outputs = list(do_fn.process((source, {"file": [True], "meta": [], "spans": [spans]})))
+    outputs = list(do_fn.process((source, {"file": [True], "meta": list(meta),
+                                           "spans": [] if spans is None else [spans]})))
     tagged = [o for o in outputs if isinstance(o, beam.pvalue.TaggedOutput)]
     return ([o for o in outputs if isinstance(o, tf.train.Example)],
             [o.value for o in tagged if o.tag == ingest_report.REJECTS_TAG],

@@ -130,6 +130,9 @@ def _check_metadata_row(path: str, line_no: int, written: str, row: Dict[str, st
     if not finite:
         raise ValueError(f"{path}:{line_no}: snr_db {snr!r} is not a finite number; give the file's input "
                          f"SNR in dB or leave it empty")
+    if row[features.TRACK] and not row[features.TRACK].isdigit():
+        raise ValueError(f"{path}:{line_no}: track {row[features.TRACK]!r} is not a track index (0 is the first; "
+                         f"empty: the file's own channels)")
     if row[features.CLEAN_FILE_NAME] == row[features.FILE_NAME]:
         raise ValueError(f"{path}:{line_no}: clean_file_name names the file itself ({written}); name its "
                          f"clean reference or leave it empty")
@@ -143,7 +146,7 @@ def read_metadata(input_base: str, metadata_file: str) -> Dict[str, Dict[str, st
     rows: Dict[str, Dict[str, str]] = {}
     lines: Dict[str, int] = {}
     for line_no, written, row in _read_csv(input_base, path, features.METADATA_REQUIRED,
-                                           features.METADATA_COLUMNS):
+                                           features.METADATA_COLUMNS + features.METADATA_OPTIONAL):
         name = row[features.FILE_NAME]
         if name in rows:
             shown = name if written == name else f"{written} (that is {name})"

@@ -223,23 +223,31 @@ class ToExamples(beam.DoFn):
             yield from self._reject(source, str(e), seconds)
 
     def _tracks(self, source, meta, spans, folders, audio, clean, clean_name) -> Iterable[Any]:
-        """data.tracks=split: each channel its own stream, with `track` and `role`; one seconds record
-        for the file (its tracks' seconds); a track without an example has its seconds dropped with the
-        reason, and the file is rejected only when no track has one."""
+        """data.tracks=split: each channel its own stream, with `track` and `role` (a one-channel file: the
+        track metadata.csv gives it, one side of a call kept as two files, else 0); one seconds record for
+        the file (its tracks' seconds); a track without an example has its seconds dropped with the reason,
+        and the file is rejected only when no track has one."""
         if clean is not None and clean.channels != audio.channels:
             raise wav_io.AudioError(f"clean reference {clean_name} has {clean.channels} channel(s), the recording "
                                     f"{audio.channels}: with data.tracks=split each track needs its own reference")
-        if spans is not None and any(s[3] is not None and s[3] >= audio.channels for s in spans):
-            raise wav_io.AudioError(f"segments.csv names a track past its {audio.channels} channel(s)")
+        side = meta.get(features.TRACK)  # one side of a call kept as two files: metadata.csv names its track
+        if side and audio.channels != 1:
+            raise wav_io.AudioError(f"metadata.csv gives track {side} to a file of {audio.channels} channels: only a "
+                                    f"one-channel file (one side of a call) takes a track there")
+        held = [int(side)] if side else list(range(audio.channels))
+        if spans is not None and any(s[3] is not None and s[3] not in held for s in spans):
+            raise wav_io.AudioError(f"segments.csv names a track this file does not hold (its tracks: "
+                                    f"{', '.join(map(str, held))})")
         total = {"seconds_in": 0.0, "seconds_in_examples": 0.0, "dropped": {}, "tracks": audio.channels}
         failures = []
         for track in range(audio.channels):
             audio.track = track
             if clean is not None:
                 clean.track = track
+            named = int(side) if side else track
             try:
-                for out in self._windows(source, meta, _on_track(spans, track), folders, audio, clean, clean_name,
-                                         track):
+                for out in self._windows(source, meta, _on_track(spans, named), folders, audio, clean, clean_name,
+                                         named):
                     if isinstance(out, beam.pvalue.TaggedOutput):  # the track's seconds
                         for key in ("seconds_in", "seconds_in_examples"):
                             total[key] += out.value[key]
@@ -248,7 +256,7 @@ class ToExamples(beam.DoFn):
                     else:
                         yield out
             except wav_io.AudioError as e:  # _windows raises before its first example
-                failures.append(f"track {track}: {e}")
+                failures.append(f"track {named}: {e}")
                 total["seconds_in"] += audio.duration_s
                 total["dropped"][f"a track without an example: {e}"] = \
                     total["dropped"].get(f"a track without an example: {e}", 0.0) + audio.duration_s
