@@ -154,7 +154,7 @@ def _size_rows(runs: dict) -> list:
     return rows
 
 
-def _workers_rows(work: str, sizes: list, epochs: int, runner: str = "direct") -> list:
+def _workers_rows(work: str, sizes: list, epochs: int, runner: str = "direct", sdk_workers: int = 0) -> list:
     """The WAV ExampleGen (of `tfx-audio validate`) with 1 and then 2 workers on the same data, per
     corpus size: DirectRunner processes, or with `runner` flink or spark Beam's FlinkRunner or SparkRunner (its
     job server and an embedded Flink, or Spark's local[n], at parallelism 1 and 2, Python SDK workers from
@@ -168,6 +168,8 @@ def _workers_rows(work: str, sizes: list, epochs: int, runner: str = "direct") -
     from pipeline import job_servers
 
     label = {"direct": "DirectRunner worker(s)", "flink": "Flink parallelism", "spark": "Spark local"}[runner]
+    if sdk_workers:
+        label = f"{label} ({sdk_workers} Python workers)"
     rows, walls = [], {}
     with contextlib.ExitStack() as stack:
         if runner != "direct":
@@ -178,7 +180,7 @@ def _workers_rows(work: str, sizes: list, epochs: int, runner: str = "direct") -
             rates = {}
             for workers in (1, 2):
                 flags = direct_flags(workers) if runner == "direct" else job_servers.beam_args(
-                    runner, jar, port, parallelism=workers)
+                    runner, jar, port, parallelism=workers, sdk_workers=sdk_workers or None)
                 r = run("validate", settings(base, os.path.join(work, f"{runner}{workers}-{clips}"),
                                              f"{runner}{workers}", epochs, flags))
                 eg = r["components"]["WavExampleGen"]
@@ -210,6 +212,8 @@ def main():
                         help="corpus sizes for the ExampleGen on Flink at parallelism 1 against 2 (none: skip it)")
     parser.add_argument("--spark-clips", type=int, nargs="*", default=[],
                         help="corpus sizes for the ExampleGen on Spark local[1] against local[2] (none: skip it)")
+    parser.add_argument("--sdk-workers", type=int, default=0,
+                        help="Flink/Spark: Python worker processes per node (default: the parallelism)")
     parser.add_argument("--work", help="working folder (default: a temporary one)")
     parser.add_argument("--out")
     args = parser.parse_args()
@@ -225,9 +229,9 @@ def main():
     if args.workers_clips:
         rows += _workers_rows(work, args.workers_clips, args.epochs)
     if args.flink_clips:
-        rows += _workers_rows(work, args.flink_clips, args.epochs, "flink")
+        rows += _workers_rows(work, args.flink_clips, args.epochs, "flink", args.sdk_workers)
     if args.spark_clips:
-        rows += _workers_rows(work, args.spark_clips, args.epochs, "spark")
+        rows += _workers_rows(work, args.spark_clips, args.epochs, "spark", args.sdk_workers)
     rows.append(f"\n{args.epochs} epochs, the demo config otherwise (logmel_cnn with the denoiser, joint objective); "
                 f"{os.cpu_count()} cores, {platform.processor() or platform.machine()}, "
                 f"{psutil.virtual_memory().total / 2 ** 30:.0f} GiB.")

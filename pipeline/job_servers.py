@@ -240,16 +240,18 @@ def worker_pool(folder: str, timeout_s: float = 120.0) -> Iterator[int]:
             os.killpg(pool.pid, signal.SIGKILL)
 
 
-def beam_args(runner: str, jar: str, pool_port: int, parallelism: int = 2, master: str = "") -> List[str]:
+def beam_args(runner: str, jar: str, pool_port: int, parallelism: int = 2, master: str = "",
+              sdk_workers: Optional[int] = None) -> List[str]:
     """The beam_args that run every Beam component on `runner` with the pool's workers; `master`: a
-    cluster (default: Flink's embedded `[local]`, Spark's `local[<parallelism>]`)."""
+    cluster (default: Flink's embedded `[local]`, Spark's `local[<parallelism>]`); `sdk_workers`: Python
+    worker processes per worker node (default: `parallelism`)."""
     # Beam waits 60 s for the job server to answer (`channel_ready_future`) by default; a job server
     # starting on a busy machine, or Spark's busy with a stage, can take longer.
     # Beam starts one SDK worker process per worker node unless told otherwise (`sdk_worker_parallelism`, default 1):
     # an embedded Flink or a local Spark is one node. (On 2 cores it did not measurably speed the ExampleGen up:
     # benchmarks/RESULTS-scale.md.)
     common = ["--environment_type=EXTERNAL", f"--environment_config=127.0.0.1:{pool_port}", "--job_server_timeout=300",
-              f"--sdk_worker_parallelism={parallelism}"]
+              f"--sdk_worker_parallelism={sdk_workers or parallelism}"]
     if runner == "flink":
         return ["--runner=FlinkRunner", f"--flink_master={master or '[local]'}", f"--flink_job_server_jar={jar}",
                 f"--parallelism={parallelism}", *common]

@@ -17,16 +17,14 @@ from components.serving.recording import RecordingModel
 from pipeline import cli
 from pipeline.datagen import calls as demo_calls
 from pipeline.outcome import ExitCode
+from tests.audio_helpers import generated_calls
 from tests.test_pipeline_e2e import NODES, _run
 from tests.test_wav_example_gen import _read_examples, _value, assert_seconds_add_up
 
 
 @pytest.fixture(scope="module")
 def calls(tmp_path_factory):
-    root = tmp_path_factory.mktemp("calls")
-    counts = demo_calls.generate(str(root / "audio"), str(root / "noise"), num_calls=16, min_seconds=10.0,
-                                 max_seconds=25.0, seed=5)
-    return root / "audio", counts
+    return generated_calls(tmp_path_factory)
 
 
 @pytest.mark.e2e

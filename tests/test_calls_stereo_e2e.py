@@ -1,7 +1,6 @@
 """End to end on stereo calls (pipeline/configs/calls_stereo.yaml): each track its own stream
 through the whole pipeline, sliced by role, then `tfx-audio predict --tracks split` writing a row
 per track, a stereo enhanced file and calls.csv, whose figures match the generator's truth."""
-import csv
 import os
 
 import pytest
@@ -13,22 +12,15 @@ from components.evaluation import tfma_recording
 from pipeline import cli
 from pipeline.datagen import calls as demo_calls
 from pipeline.outcome import ExitCode
+from tests.audio_helpers import generated_calls, read_rows
 from tests.test_pipeline_e2e import _run
 from tests.test_report import ARTIFACTS, assert_report_renders
 from tests.test_wav_example_gen import _read_examples, _value, assert_seconds_add_up
 
 
-def _rows(path):
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
-
-
 @pytest.fixture(scope="module")
 def stereo_calls(tmp_path_factory):
-    root = tmp_path_factory.mktemp("stereo_calls")
-    counts = demo_calls.generate(str(root / "audio"), str(root / "noise"), num_calls=16, min_seconds=10.0,
-                                 max_seconds=25.0, seed=5, stereo=True)
-    return root / "audio", counts
+    return generated_calls(tmp_path_factory, stereo=True)
 
 
 @pytest.mark.e2e
@@ -62,9 +54,9 @@ def test_stereo_calls_run_track_by_track_and_predict_writes_call_figures(stereo_
     # The report shows the longest test call track by track, and its test calls against the truth.
     items = assert_report_renders(run.report, os.path.join(ARTIFACTS, "report-calls-stereo.png"))
     assert {"recording_windows", "call_figures", "calls_against_truth", "recording_0", "recording_1"} <= set(items)
-    windows = _rows(os.path.join(os.path.dirname(run.report), "data", "recording_windows.csv"))
+    windows = read_rows(os.path.join(os.path.dirname(run.report), "data", "recording_windows.csv"))
     assert {r["role"] for r in windows} == {"agent", "customer"} and all(r["speech"] for r in windows)
-    against = _rows(os.path.join(os.path.dirname(run.report), "data", "calls_against_truth.csv"))
+    against = read_rows(os.path.join(os.path.dirname(run.report), "data", "calls_against_truth.csv"))
     assert {r["call"] for r in against} == {s.decode() for s in by_split["test"]}
     assert run.calls["calls"] == len(against) and "calls (report; " in run.text()
 
@@ -75,15 +67,15 @@ def test_stereo_calls_run_track_by_track_and_predict_writes_call_figures(stereo_
     code = cli.main(["predict", "--config", "pipeline/configs/calls_stereo.yaml", "--model", model, "--out",
                      str(out), *(str(data / "clean" / n) for n in names)])
     assert code == ExitCode.OK
-    predictions = _rows(out / "predictions.csv")
+    predictions = read_rows(out / "predictions.csv")
     assert [(os.path.basename(r["file"]), r["role"]) for r in predictions] == [
         (n, role) for n in names for role in ("agent", "customer")]
-    windows = _rows(out / "windows.csv")
+    windows = read_rows(out / "windows.csv")
     assert {r["role"] for r in windows} == {"agent", "customer"} and all(0 <= float(r["speech"]) <= 1 for r in windows)
     for n in names:
         assert soundfile.info(str(out / "enhanced" / n)).channels == 2
-    truth = {os.path.basename(r["file_name"]): r for r in _rows(data / demo_calls.TRUTH_FILE)}
-    figures = _rows(out / "calls.csv")
+    truth = {os.path.basename(r["file_name"]): r for r in read_rows(data / demo_calls.TRUTH_FILE)}
+    figures = read_rows(out / "calls.csv")
     assert [os.path.basename(r["file"]) for r in figures] == names
     for row in figures:
         want = truth[os.path.basename(row["file"])]

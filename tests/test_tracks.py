@@ -1,7 +1,5 @@
 """Calls as call centers record them: each channel its own stream (data.tracks=split), the call
 figures (talk time, overtalk, silence) swept in bounded memory, the stereo calls generator."""
-import csv
-
 import numpy as np
 import pytest
 import soundfile
@@ -14,6 +12,7 @@ from components.ingest import executor as wav_executor
 from components.ingest import segments, tables
 from components.serving import calls
 from pipeline.datagen import calls as demo_calls
+from tests.audio_helpers import read_rows
 
 FRAME = 0.01
 
@@ -242,14 +241,9 @@ def stereo_calls(tmp_path_factory):
     return root / "audio"
 
 
-def _rows(path):
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
-
-
 def test_stereo_calls_put_each_side_on_its_track_with_its_truth(stereo_calls):
-    truth = {r["file_name"]: r for r in _rows(stereo_calls / demo_calls.TRUTH_FILE)}
-    spans = _rows(stereo_calls / "segments.csv")
+    truth = {r["file_name"]: r for r in read_rows(stereo_calls / demo_calls.TRUTH_FILE)}
+    spans = read_rows(stereo_calls / "segments.csv")
     assert list(spans[0]) == ["file_name", "start_s", "end_s", "label", "track"]
     overtalk = 0.0
     for name, row in truth.items():
