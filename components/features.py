@@ -41,10 +41,10 @@ METADATA_REQUIRED = (FILE_NAME, LABEL)
 METADATA_OPTIONAL = (TRACK,)  # a one-channel file's side of a call kept as two files (data.tracks=split)
 SEGMENT_COLUMNS = (FILE_NAME, START_S, END_S, LABEL)
 SEGMENT_OPTIONAL = (TRACK,)  # a span's track (data.tracks=split); without it a span covers every track
-NOISY_DIR, CLEAN_DIR = "noisy/", "clean/"
+NOISY_DIR, CLEAN_DIR = "noisy/", "clean/"  # the paired layout's folders (data.layout=paired)
 # Ground truth of generated calls beside them (pipeline/datagen/calls.py --stereo), a row per call: what
 # predict's calls.csv estimates; the run report compares the two on the test split's calls.
-CALLS_TRUTH_FILE = "calls_truth.csv"  # the paired layout's folders (data.layout=paired)
+CALLS_TRUTH_FILE = "calls_truth.csv"
 
 # Optional raw features: absent from some examples.
 OPTIONAL_KEYS = (CLEAN_AUDIO, NOISE_KIND, SNR_DB, CHANNEL)

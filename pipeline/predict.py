@@ -36,6 +36,7 @@ import tqdm
 from components.audio.wav_io import AudioError, AudioFile
 from components.config import CallsConfig, DataConfig
 from components.ingest import listing
+from components.ingest.segments import SILENT
 from components.serving.calls import CallActivity
 from components.serving.recording import Aggregate, RecordingModel
 
@@ -148,13 +149,16 @@ class _Writers:
 
 
 def _labelled(model: RecordingModel, path: str, track: Optional[int], spool, writers: _Writers, hop_s, min_segment_s,
-              max_duration_s, aggressiveness, extra: dict) -> Tuple[dict, int, str]:
+              max_duration_s, aggressiveness, extra: dict) -> Tuple[dict, bool, str]:
     """One stream's windows into `spool` (windows.csv's rows, copied there once the file is done) ->
-    (its predictions.csv row, window count, label)."""
+    (its predictions.csv row, whether any sample of it is not zero, label). A track of a call may be
+    silent throughout (a muted side); the file is refused when all of it is (as the ExampleGen does)."""
     aggregate, count = Aggregate(), 0
     spool_writer = csv.DictWriter(spool, writers.per_window.fieldnames)
+    heard = False
     for window in model.windows(path, track, hop_s, min_window_s=min_segment_s, max_duration_s=max_duration_s,
-                                vad_aggressiveness=aggressiveness):
+                                vad_aggressiveness=aggressiveness, refuse_silent=track is None):
+        heard = heard or window.heard
         aggregate.add(window)
         count += 1
         row = {"file": path, **extra, "start_s": round(window.start_s, 3), "end_s": round(window.end_s, 3),
@@ -165,7 +169,7 @@ def _labelled(model: RecordingModel, path: str, track: Optional[int], spool, wri
     mean = aggregate.mean()
     label = writers.labels[int(np.argmax(mean))]
     return {"file": path, **extra, "windows": count, "label": label,
-            **dict(zip(writers.labels, map(float, mean)))}, count, label
+            **dict(zip(writers.labels, map(float, mean)))}, heard, label
 
 
 def _one_file(model: RecordingModel, path: str, name: str, out_dir: str, writers: _Writers, hop_s, min_segment_s,
@@ -178,12 +182,16 @@ def _one_file(model: RecordingModel, path: str, name: str, out_dir: str, writers
     roles = roles_of(channels, writers.roles or [])
     enhanced = os.path.join(out_dir, "enhanced", os.path.splitext(name)[0] + ".wav")
     with tempfile.TemporaryFile("w+", newline="") as spool:
-        rows = []
+        rows, heard = [], False
         for track in tracks:
             extra = {} if track is None else {"track": track, "role": roles[track]}
-            row, _, label = _labelled(model, path, track, spool, writers, hop_s, min_segment_s, max_duration_s,
-                                      None if calls is None else calls.vad_aggressiveness, extra)
+            row, track_heard, label = _labelled(model, path, track, spool, writers, hop_s, min_segment_s,
+                                                max_duration_s, None if calls is None else calls.vad_aggressiveness,
+                                                extra)
+            heard = heard or track_heard
             rows.append((row, label))
+        if not heard:
+            raise AudioError(SILENT)
         activity = None
         if split and channels <= 2:
             activity = CallActivity.from_config(channels, calls)
@@ -225,7 +233,7 @@ def predict(model_dir: str, inputs: Iterable[str], out_dir: str, hop_s: float = 
     files = input_files(inputs)
     os.makedirs(out_dir, exist_ok=True)
     split = tracks == "split"
-    writers = _Writers(out_dir, list(model.labels), list(track_roles) if split else None)
+    writers = _Writers(out_dir, list(model.labels), roles_of(2, track_roles) if split else None)
     predicted = rejected = 0
     try:
         bar = tqdm.tqdm(files, unit="file", disable=not progress, desc="predict")

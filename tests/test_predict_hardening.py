@@ -188,3 +188,21 @@ def test_an_unreadable_file_is_rejected_as_permission_denied(model_dir, tmp_path
     assert result.rejected == 1
     assert _rows(tmp_path / "out" / "rejects.csv")[0]["reason"] == "permission denied"
 
+
+
+def test_split_tracks_without_roles_keep_a_muted_side_and_write_the_call_row(model_dir, tmp_path):
+    """data.track_roles unset: the tracks are track0, track1; a side silent throughout (muted) is kept
+    (its rows, no talk) and the call has its calls.csv row, in neither file twice."""
+    import soundfile
+    path = str(tmp_path / "call.wav")
+    soundfile.write(path, np.stack([tone(3.0), np.zeros(48000)], axis=1), 16000, subtype="PCM_16")
+    write_wav(str(tmp_path / "silent.wav"), np.zeros(16000), channels=2)
+    out = tmp_path / "out"
+    result = predict.predict(model_dir, [path, str(tmp_path / "silent.wav")], str(out), progress=False,
+                             tracks="split")
+    assert (result.predicted, result.rejected) == (1, 1)
+    assert [(r["track"], r["role"]) for r in _rows(out / "predictions.csv")] == [("0", "track0"), ("1", "track1")]
+    calls = _rows(out / "calls.csv")
+    assert len(calls) == 1 and float(calls[0]["track1_talk_s"]) == 0.0 and calls[0]["tracks"] == "2"
+    assert [os.path.basename(r["file"]) for r in _rows(out / "rejects.csv")] == ["silent.wav"]
+    assert _rows(out / "rejects.csv")[0]["reason"] == "digitally silent (every sample zero)"

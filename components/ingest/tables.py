@@ -130,7 +130,7 @@ def _check_metadata_row(path: str, line_no: int, written: str, row: Dict[str, st
     if not finite:
         raise ValueError(f"{path}:{line_no}: snr_db {snr!r} is not a finite number; give the file's input "
                          f"SNR in dB or leave it empty")
-    if row[features.TRACK] and not row[features.TRACK].isdigit():
+    if row[features.TRACK] and not (row[features.TRACK].isascii() and row[features.TRACK].isdigit()):
         raise ValueError(f"{path}:{line_no}: track {row[features.TRACK]!r} is not a track index (0 is the first; "
                          f"empty: the file's own channels)")
     if row[features.CLEAN_FILE_NAME] == row[features.FILE_NAME]:
@@ -179,7 +179,7 @@ def read_segments(input_base: str, segments_file: str) -> Dict[str, List[Span]]:
         if not 0 <= start < end < math.inf or not row[features.LABEL]:
             raise ValueError(f"{path}:{line_no}: a span needs 0 <= start_s < end_s and a label")
         track = row[features.TRACK]
-        if track and not track.isdigit():
+        if track and not (track.isascii() and track.isdigit()):
             raise ValueError(f"{path}:{line_no}: track {track!r} is not a channel index (0 is the first; empty: "
                              f"every track)")
         spans.setdefault(row[features.FILE_NAME], []).append(

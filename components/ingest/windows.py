@@ -258,8 +258,9 @@ class ToExamples(beam.DoFn):
             except wav_io.AudioError as e:  # _windows raises before its first example
                 failures.append(f"track {named}: {e}")
                 total["seconds_in"] += audio.duration_s
-                total["dropped"][f"a track without an example: {e}"] = \
-                    total["dropped"].get(f"a track without an example: {e}", 0.0) + audio.duration_s
+                # a few reasons for the whole corpus, not one per file's numbers
+                reason = "a track without an example" + (f": {segments.SILENT}" if str(e) == segments.SILENT else "")
+                total["dropped"][reason] = total["dropped"].get(reason, 0.0) + audio.duration_s
         if len(failures) == audio.channels:
             raise wav_io.AudioError("; ".join(failures))
         self._accepted.inc()

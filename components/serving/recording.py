@@ -55,6 +55,7 @@ class WindowResult:
     label: str
     probabilities: np.ndarray  # [classes]
     speech: Optional[float] = None  # the share of the window's frames the voice-activity detector calls speech
+    heard: bool = True  # False: every sample of the window is zero
 
 
 class Aggregate:
@@ -196,7 +197,7 @@ class RecordingModel:
 
     def windows(self, path: str, track: Optional[int] = None, hop_s: Optional[float] = None, batch_size: int = 16,
                 min_window_s: float = 0.2, max_duration_s: float = float("inf"),
-                vad_aggressiveness: Optional[int] = None) -> Iterator[WindowResult]:
+                vad_aggressiveness: Optional[int] = None, refuse_silent: bool = True) -> Iterator[WindowResult]:
         """Each window's label and probabilities, in order, as they are computed (of one track, with
         `track`); with `vad_aggressiveness`, each window's speech share by the ExampleGen's detector. A
         last window under min_window_s is left out (as the ExampleGen's data.min_segment_s), and a
@@ -223,8 +224,8 @@ class RecordingModel:
                 names = [v.decode() for v in out[features.OUT_LABEL].numpy()]
                 for k, (start, end) in enumerate(batch):
                     speech = None if vad_aggressiveness is None else vad.speech_share(samples[k], vad_aggressiveness)
-                    yield WindowResult(start, end, names[k], probabilities[k], speech)
-        if not heard:
+                    yield WindowResult(start, end, names[k], probabilities[k], speech, bool(np.any(samples[k])))
+        if not heard and refuse_silent:  # (a call's muted side is kept: `refuse_silent` False)
             raise wav_io.AudioError(SILENT)
 
     def classify(self, path: str, hop_s: Optional[float] = None, batch_size: int = 16,

@@ -174,7 +174,7 @@ def _joined(config: PipelineConfig, sources: List[str], into: str) -> Tuple[str,
     with soundfile.SoundFile(into, "w", features.SAMPLE_RATE, 1, subtype="PCM_16", format="WAV") as out:
         for source in sources:
             with wav_io.AudioFile(FileSystems.join(config.data.input_base, source)) as audio:
-                samples = audio.window(0.0, audio.duration_s)
+                samples = audio.window(0.0, audio.duration_s, pad=True)  # a file truncated after its header
             if samples.size + gap.size > budget:
                 break
             out.write(np.concatenate([np.clip(samples, -1.0, 1.0), gap]))
@@ -241,7 +241,8 @@ def _call(config: PipelineConfig, recording: RecordingModel, source: str, tmp: s
     cut = f"its first {seconds:.1f} of {whole:.1f} s (report.recording_max_s)" if whole > seconds else f"{whole:.1f} s"
     rows, sounds = [], []
     for track, role in enumerate(roles):
-        result = recording.windows(noisy, track, vad_aggressiveness=config.calls.vad_aggressiveness)
+        result = recording.windows(noisy, track, vad_aggressiveness=config.calls.vad_aggressiveness,
+                                   refuse_silent=False)
         rows += [{"track": track, "role": role, "start_s": round(w.start_s, 3), "end_s": round(w.end_s, 3),
                   "label": w.label, "speech": round(w.speech, 3),
                   **{name: round(float(p), 4) for name, p in zip(recording.labels, w.probabilities)}} for w in result]
@@ -281,10 +282,11 @@ def calls_against_truth(config: PipelineConfig, recording: RecordingModel, sourc
         want = truth[source]
         row = {"call": source}
         for key in (f"{roles[0]}_talk_s", f"{roles[1]}_talk_s", "overtalk_s", "overtalk_count"):
-            row[key], row[key + "_truth"] = figures[key], float(want[key])
+            if key in want:  # the truth's columns name its roles; data.track_roles may name them otherwise
+                row[key], row[key + "_truth"] = figures[key], float(want[key])
         if "customer_label" in want and "customer" in roles:  # as predict labels a track
             aggregate = Aggregate()
-            for window in recording.windows(path, roles.index("customer"),
+            for window in recording.windows(path, roles.index("customer"), refuse_silent=False,
                                             vad_aggressiveness=config.calls.vad_aggressiveness):
                 aggregate.add(window)
             label = recording.labels[int(np.argmax(aggregate.mean()))]
@@ -294,6 +296,8 @@ def calls_against_truth(config: PipelineConfig, recording: RecordingModel, sourc
         return None, {}
     errors = {key: np.abs([r[key] - r[key + "_truth"] for r in rows])
               for key in rows[0] if key.endswith("_s") and key + "_truth" in rows[0]}
+    if not errors:  # a truth of other roles than data.track_roles names
+        return None, {}
     figures = {"calls": float(len(rows))}
     for key, error in errors.items():
         figures[f"{key}_mean_abs_error"] = float(error.mean())
