@@ -37,7 +37,6 @@ from components.audio.wav_io import AudioError, AudioFile
 from components.config import CallsConfig, DataConfig
 from components.ingest import listing
 from components.ingest.segments import SILENT
-from components.serving.calls import CallActivity
 from components.serving.recording import Aggregate, RecordingModel
 
 AUDIO_SUFFIXES = (".wav", ".flac", ".ogg")
@@ -192,25 +191,20 @@ def _one_file(model: RecordingModel, path: str, name: str, out_dir: str, writers
             rows.append((row, label))
         if not heard:
             raise AudioError(SILENT)
-        activity = None
-        if split and channels <= 2:
-            activity = CallActivity.from_config(channels, calls)
         if model.denoises:
             os.makedirs(os.path.dirname(enhanced), exist_ok=True)
-            if split:
-                model.denoise_tracks(path, enhanced, on_block=activity.push if activity else None)
-            else:
-                model.denoise(path, enhanced)
-        elif activity is not None:  # no denoiser: the detector hears the tracks as recorded
-            with AudioFile(path) as audio:
-                for block in audio.blocks_16k(every_track=True):
-                    activity.push(block)
+        figures = None
+        if split and channels <= 2:  # writes the enhanced tracks too
+            figures = model.call_figures(path, calls, enhanced)
+        elif model.denoises and split:
+            model.denoise_tracks(path, enhanced)
+        elif model.denoises:
+            model.denoise(path, enhanced)
         spool.seek(0)  # the file's windows before its rows: a row in predictions.csv has all of them
         shutil.copyfileobj(spool, writers.window_file)
     for row, _ in rows:
         writers.per_file.writerow({**row, "duration_s": round(duration, 3)})
-    if activity is not None:
-        figures = activity.finish(duration)
+    if figures is not None:
         writers.calls.writerow({"file": path, "duration_s": round(duration, 3), "tracks": channels,
                                 **figures.row(roles), **{f"{roles[t]}_label": label for t, (_, label) in
                                                          enumerate(rows)}})

@@ -25,6 +25,7 @@ import tensorflow as tf
 from components import features
 from components.audio import vad, wav_io
 from components.ingest.segments import SILENT
+from components.serving.calls import CallActivity, CallFigures
 
 Enhance = Callable[[np.ndarray, float, float], np.ndarray]  # (chunk, mean, std) -> enhanced chunk
 
@@ -253,6 +254,20 @@ class RecordingModel:
         if not self.denoises:
             raise ValueError("this model has no denoiser (trainer.denoiser.enabled was false)")
         return denoise_file(in_path, out_path, self.enhance, chunk_s, overlap_s, every_track=True, on_block=on_block)
+
+    def call_figures(self, path: str, cfg, enhanced_path: Optional[str] = None) -> CallFigures:
+        """The call figures of a recording of one or two tracks (`cfg`: components.config.CallsConfig): the
+        voice-activity detector on each track as the denoiser writes it into `enhanced_path` (needed when the
+        model denoises), or, without a denoiser, as recorded."""
+        with wav_io.AudioFile(path) as audio:
+            duration = audio.duration_s
+            activity = CallActivity.from_config(audio.channels, cfg)
+            if not self.denoises:
+                for block in audio.blocks_16k(every_track=True):
+                    activity.push(block)
+        if self.denoises:
+            self.denoise_tracks(path, enhanced_path, on_block=activity.push)
+        return activity.finish(duration)
 
     def denoise(self, in_path: str, out_path: str, chunk_s: float = 10.0, overlap_s: float = 1.0) -> float:
         if not self.denoises:

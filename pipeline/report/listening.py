@@ -27,7 +27,6 @@ from components import features
 from components.audio import wav_io
 from components.audio.snr import si_snr_db
 from components.config import PipelineConfig
-from components.serving.calls import CallActivity, CallFigures
 from components.serving.recording import Aggregate, RecordingModel
 from components.training import input_pipeline
 from pipeline import predict, summary
@@ -204,18 +203,6 @@ def _track_wav(path: str, track: int) -> bytes:
     return wav_io.encode_pcm16_wav(samples[:, track])
 
 
-def _figures(recording: RecordingModel, path: str, channels: int, calls_cfg, into: str) -> CallFigures:
-    """The call figures of `path` as `tfx-audio predict` computes them (on its enhanced tracks)."""
-    activity = CallActivity.from_config(channels, calls_cfg)
-    if recording.denoises:
-        recording.denoise_tracks(path, into, on_block=activity.push)
-    else:
-        with wav_io.AudioFile(path) as audio:
-            for block in audio.blocks_16k(every_track=True):
-                activity.push(block)
-    return activity.finish(soundfile.info(path).duration)
-
-
 def _truth(config: PipelineConfig) -> Dict[str, dict]:
     """The generator's call truth beside the data (features.CALLS_TRUTH_FILE), by file name; {} without."""
     path = FileSystems.join(config.data.input_base, features.CALLS_TRUTH_FILE)
@@ -233,7 +220,11 @@ def _call(config: PipelineConfig, recording: RecordingModel, source: str, tmp: s
                                                   os.path.join(tmp, "noisy.wav"))
     roles = predict.roles_of(channels, config.data.track_roles)
     enhanced = os.path.join(tmp, "enhanced.wav")
-    figures = _figures(recording, noisy, channels, config.calls, enhanced) if channels <= 2 else None
+    figures = None
+    if channels <= 2:  # writes the enhanced tracks too
+        figures = recording.call_figures(noisy, config.calls, enhanced)
+    elif recording.denoises:
+        recording.denoise_tracks(noisy, enhanced)
     clean_source = source.replace(features.NOISY_DIR, features.CLEAN_DIR, 1) if config.data.layout == "paired" else None
     clean = None
     if clean_source and FileSystems.exists(FileSystems.join(base, clean_source)):
@@ -278,7 +269,7 @@ def calls_against_truth(config: PipelineConfig, recording: RecordingModel, sourc
         if channels != 2:
             continue
         roles = predict.roles_of(2, config.data.track_roles)
-        figures = _figures(recording, path, 2, config.calls, os.path.join(tmp, "call.wav")).row(roles)
+        figures = recording.call_figures(path, config.calls, os.path.join(tmp, "call.wav")).row(roles)
         want = truth[source]
         row = {"call": source}
         for key in (f"{roles[0]}_talk_s", f"{roles[1]}_talk_s", "overtalk_s", "overtalk_count"):
