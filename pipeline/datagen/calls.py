@@ -198,12 +198,7 @@ def generate(out: str, noise_out: str, num_calls: int = 40, min_seconds: float =
         rows.append([noisy_name, "", c.voice[0], clean_name, kind, f"{snr:.2f}"])
         segments += [[noisy_name, f"{s / SR:.3f}", f"{e / SR:.3f}", label] for s, e, label in c.spans]
         total += length
-    for name, table in (("metadata.csv", [list(features.METADATA_COLUMNS[:6])] + rows),
-                        ("segments.csv", [list(features.SEGMENT_COLUMNS)] + segments)):
-        with open(os.path.join(out, name), "w", newline="") as f:
-            csv.writer(f).writerows(table)
-    return {"calls": len(calls), "seconds": round(total / SR, 1), "sentences": len(segments),
-            "voices": len({c.voice[0] for c in calls}), "labels": len({s[3] for s in segments})}
+    return _finish(out, calls, total, rows, segments, list(features.SEGMENT_COLUMNS))
 
 
 def _write_stereo(out: str, calls: List[SimpleNamespace], talkers, min_seconds: float, max_seconds: float,
@@ -249,9 +244,16 @@ def _write_stereo(out: str, calls: List[SimpleNamespace], talkers, min_seconds: 
         row = figures.row(LABELS)
         truth.append([noisy_name, f"{length / SR:.3f}", *(row[k] for k in TRUTH_COLUMNS[2:-1]), c.intent])
         total += length
-    for name, table in (("metadata.csv", [list(features.METADATA_COLUMNS[:6])] + rows),
-                        ("segments.csv", [list(features.SEGMENT_COLUMNS) + [features.TRACK]] + segments),
-                        (TRUTH_FILE, [list(TRUTH_COLUMNS)] + truth)):
+    return _finish(out, calls, total, rows, segments, list(features.SEGMENT_COLUMNS) + [features.TRACK],
+                   {TRUTH_FILE: [list(TRUTH_COLUMNS)] + truth})
+
+
+def _finish(out: str, calls: List[SimpleNamespace], total: int, rows: list, segments: list, segment_header: list,
+            more: Optional[Dict[str, list]] = None) -> dict:
+    """Writes metadata.csv, segments.csv (and `more` tables); returns the data set's counts."""
+    tables = {"metadata.csv": [list(features.METADATA_COLUMNS[:6])] + rows,
+              "segments.csv": [segment_header] + segments, **(more or {})}
+    for name, table in tables.items():
         with open(os.path.join(out, name), "w", newline="") as f:
             csv.writer(f).writerows(table)
     return {"calls": len(calls), "seconds": round(total / SR, 1), "sentences": len(segments),
