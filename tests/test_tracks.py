@@ -7,7 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from components import features
-from components.audio import wav_io
+from components.audio import vad, wav_io
+from components.config import load_config
 from components.ingest import executor as wav_executor
 from components.ingest import segments, tables
 from components.serving import calls
@@ -89,6 +90,39 @@ def test_speech_regions_streamed_in_any_blocks_equal_those_of_the_whole(flags, c
     np.testing.assert_allclose(np.reshape(found, (-1, 2)), np.reshape(whole, (-1, 2)), atol=1e-9)
     for done, at in settled:  # no region given later starts before what the stream said had settled
         assert all(start >= at - 1e-9 for start, _ in found[done:])
+
+
+@settings(max_examples=200, deadline=None)
+@given(frames=st.lists(st.tuples(st.booleans(), st.sampled_from([-58.0, -55.0, -50.0, -45.0])), max_size=200),
+       cuts=st.lists(st.integers(0, 200), max_size=6))
+def test_the_double_threshold_keeps_runs_over_the_low_margin_that_reach_the_high_one(frames, cuts):
+    """Floor -60 dB (a long quiet lead holds it), margins 12 and 3 dB: a run of detector frames over
+    -57 dB is speech when one of its frames is over -48 dB, whatever blocks the stream comes in."""
+    gate = vad.NoiseFloorGate(12.0, 20.0, 3600.0, low_margin_db=3.0)
+    assert gate([False] * 1000, np.full(1000, -60.0)) == [False] * 1000
+    flags = [f for f, _ in frames]
+    levels = np.array([lvl for _, lvl in frames])
+    low = [f and lvl > -57.0 for f, lvl in frames]
+    want = [False] * len(frames)
+    i = 0
+    while i < len(low):  # each run of low frames, whole
+        j = i
+        while j < len(low) and low[j]:
+            j += 1
+        if any(levels[k] > -48.0 for k in range(i, j)):
+            want[i:j] = [True] * (j - i)
+        i = max(j, i + 1)
+    bounds = [0, *sorted(c for c in cuts if c <= len(frames)), len(frames)]
+    got = []
+    for a, b in zip(bounds, bounds[1:]):
+        got += gate(flags[a:b], levels[a:b])
+    got += gate.finish()
+    assert got == want
+
+
+def test_a_lower_margin_above_the_higher_is_refused():
+    with pytest.raises(ValueError, match="floor_low_margin_db"):
+        load_config("pipeline/configs/calls_stereo.yaml", ["calls.floor_low_margin_db=15"])
 
 
 def test_a_track_reads_one_channel_and_every_track_blocks_keep_them_apart(tmp_path):

@@ -3,7 +3,7 @@ a maintained C detector needing no model download)."""
 from __future__ import annotations
 
 import collections
-from typing import Deque, List, Tuple
+from typing import Deque, List, Optional, Tuple
 
 import numpy as np
 import webrtcvad
@@ -40,18 +40,44 @@ class NoiseFloorGate:
     level of its last `window_s` of frames (memory: that window). webrtcvad alone takes much stationary
     noise and babble for speech (its decisions do not depend on the track's level); the gate keeps
     the detector's decisions where the frame also stands out of the noise, the minimum-statistics
-    idea of noise-floor tracking (Martin 2001, IEEE TSAP 9(5))."""
+    idea of noise-floor tracking (Martin 2001, IEEE TSAP 9(5)).
 
-    def __init__(self, margin_db: float, percentile: float, window_s: float):
-        self.margin_db, self.percentile = margin_db, percentile
+    With `low_margin_db`, a double threshold (the energy endpoint detector of Lamel et al. 1981, IEEE
+    TASSP 29(4)): a run of detector frames over `low_margin_db` is speech when one of its frames stands
+    `margin_db` over the floor, so a word's quiet onset and tail count with its loud middle. The frames
+    of a run not yet decided are held back (a count) and returned once it is; `finish` returns the rest."""
+
+    def __init__(self, margin_db: float, percentile: float, window_s: float, low_margin_db: Optional[float] = None):
+        if low_margin_db is not None and low_margin_db > margin_db:
+            raise ValueError(f"low_margin_db ({low_margin_db}) must not exceed margin_db ({margin_db})")
+        self.margin_db, self.percentile, self.low_margin_db = margin_db, percentile, low_margin_db
         self._levels: Deque[float] = collections.deque(maxlen=max(int(window_s / FRAME_S), 1))
+        self._held = 0  # frames of the open run over the low margin, none of them yet over margin_db
+        self._confirmed = False  # the open run has a frame over margin_db
 
     def __call__(self, flags: List[bool], levels: np.ndarray) -> List[bool]:
         self._levels.extend(levels.tolist())
         if not self._levels:
-            return flags
+            return list(flags)
         floor = float(np.percentile(np.fromiter(self._levels, float), self.percentile))
-        return [f and lvl > floor + self.margin_db for f, lvl in zip(flags, levels)]
+        if self.low_margin_db is None:
+            return [f and lvl > floor + self.margin_db for f, lvl in zip(flags, levels)]
+        out: List[bool] = []
+        for f, lvl in zip(flags, levels):
+            if not (f and lvl > floor + self.low_margin_db):
+                out += self.finish() + [False]
+            elif self._confirmed or lvl > floor + self.margin_db:
+                out += [True] * (self._held + 1)
+                self._held, self._confirmed = 0, True
+            else:
+                self._held += 1
+        return out
+
+    def finish(self) -> List[bool]:
+        """The held frames of a run that ended (or a stream that did) without a frame over margin_db."""
+        out = [False] * self._held
+        self._held, self._confirmed = 0, False
+        return out
 
 
 def speech_share(samples: np.ndarray, aggressiveness: int) -> float:

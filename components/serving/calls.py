@@ -112,14 +112,16 @@ class CallSweep:
 class CallActivity:
     """Blocks of a call's tracks ([samples, tracks] at 16 kHz, in order) -> its CallFigures. A frame
     is speech when the detector says so and, with `floor_margin_db`, its level stands that far above
-    the track's noise floor (vad.NoiseFloorGate)."""
+    the track's noise floor, or, with `floor_low_margin_db` too, it is in a run over that lower margin
+    that has such a frame (vad.NoiseFloorGate)."""
 
     def __init__(self, tracks: int, aggressiveness: int, min_gap_s: float, pad_s: float,
                  floor_margin_db: Optional[float] = None, floor_percentile: float = 30.0,
-                 floor_window_s: float = 30.0):
+                 floor_window_s: float = 30.0, floor_low_margin_db: Optional[float] = None):
         self._frames = [vad.VadFrames(aggressiveness) for _ in range(tracks)]
         self._gates = [None if floor_margin_db is None else
-                       vad.NoiseFloorGate(floor_margin_db, floor_percentile, floor_window_s) for _ in range(tracks)]
+                       vad.NoiseFloorGate(floor_margin_db, floor_percentile, floor_window_s,
+                                           floor_low_margin_db) for _ in range(tracks)]
         self._regions = [segments.RegionStream(vad.FRAME_S, min_gap_s, pad_s) for _ in range(tracks)]
         self._sweep = CallSweep(tracks)
 
@@ -127,7 +129,7 @@ class CallActivity:
     def from_config(cls, tracks: int, cfg) -> "CallActivity":
         """With the `calls` settings (components.config.CallsConfig)."""
         return cls(tracks, cfg.vad_aggressiveness, cfg.min_gap_s, cfg.pad_s, cfg.floor_margin_db,
-                   cfg.floor_percentile, cfg.floor_window_s)
+                   cfg.floor_percentile, cfg.floor_window_s, cfg.floor_low_margin_db)
 
     def push(self, block: np.ndarray) -> None:
         for t, (frames, gate, regions) in enumerate(zip(self._frames, self._gates, self._regions)):
@@ -136,6 +138,7 @@ class CallActivity:
             self._sweep.add(t, found, regions.settled_s)
 
     def finish(self, duration_s: float) -> CallFigures:
-        for t, regions in enumerate(self._regions):
-            self._sweep.add(t, regions.finish(duration_s), float("inf"))
+        for t, (gate, regions) in enumerate(zip(self._gates, self._regions)):
+            held = regions.push(gate.finish()) if gate is not None else []
+            self._sweep.add(t, held + regions.finish(duration_s), float("inf"))
         return self._sweep.finish(duration_s)
