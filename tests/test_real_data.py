@@ -33,6 +33,9 @@ KNOWN_MEMBERS = {
     "lincity-ng-data": ("usr/share/games/lincity-ng/sounds/TraficHigh1.wav", "lincity"),
     "asterisk-moh-opsound-wav": ("usr/share/asterisk/moh/macroform-cold_day.wav", "asterisk_moh"),
     "minetest-data": ("usr/share/games/minetest/games/minetest_game/mods/fire/sounds/fire_fire.1.ogg", "minetest"),
+    "0ad-data": (f"{real.ZAD_ZIP}#audio/ambient/building/amb_trade_10.ogg", "0ad"),
+    "scorched3d-data": ("usr/share/games/scorched3d/data/globalmods/apoc/data/wav/misc/factoryloop1.wav", "scorched3d"),
+    "searchandrescue-data": ("usr/share/games/searchandrescue/sounds/hh65/engine_start.wav", "searchandrescue"),
     "openttd-opensfx": (f"{real.OPENSFX_CAT}#29", "opensfx"),
     "tuxfootball": ("usr/share/games/tuxfootball/sound/crowdcheer.wav", "tuxfootball"),
     "extremetuxracer-data": ("usr/share/games/etr/music/race1-jt.ogg", "etr"),
@@ -48,6 +51,13 @@ NOT_TAKEN = {  # members a source must leave out
     "tuxpaint-stamps-default": ("usr/share/tuxpaint/stamps/animals/birds/duck_desc_es.ogg",  # recorded clipped
                                 "usr/share/tuxpaint/stamps/animals/birds/duck.ogg"),  # the stamp's sound effect
     "openttd-opensfx": (f"{real.OPENSFX_CAT}#21",),  # the beep
+    "0ad-data": (f"{real.ZAD_ZIP}#audio/music/celtic/c1_ship.ogg",
+                 f"{real.ZAD_ZIP}#audio/actor/human/death/death_11.ogg",
+                 "usr/share/games/0ad/mods/public/audio/ambient/water/wave_21.ogg"),  # only inside the zip
+    "scorched3d-data": ("usr/share/games/scorched3d/data/globalmods/apoc/data/wav/misc/scream1.wav",
+                        "usr/share/games/scorched3d/data/globalmods/apoc/data/wav/explosions/quake.wav"),
+    "searchandrescue-data": ("usr/share/games/searchandrescue/sounds/crash_ground.wav",
+                             "usr/share/games/searchandrescue/music/menus01.wav"),
 }
 
 

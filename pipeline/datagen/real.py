@@ -284,6 +284,64 @@ def _opensfx_pick(member: Member) -> Optional[Pick]:
     return Pick("opensfx", f"{index:02d}_{name}", kind, _CC_LICENCES.get(stated[1], "") if stated else "")
 
 
+# 0 A.D.'s ambience beds (its sounds sit in one zip inside the package: `_zip_members` reads them from it).
+# Left out: every other folder of audio/ (unit voices, attacks, music, the interface).
+ZAD_ZIP = "usr/share/games/0ad/mods/public/public.zip"
+ZAD_KINDS = _kinds(outdoor=("dayscape", "water", "weather", "amb_farm"), traffic=("amb_port",), crowd=("amb_trade",))
+_ZAD_PATTERN = re.compile(r"audio/ambient/(?:building/(?P<building>amb_[a-z]+)_\d+|(?P<folder>dayscape|water|weather)"
+                          r"/[^/]+)\.ogg")
+
+
+def _zip_members(container: str, prefix: str) -> Callable[[str], Iterator[Member]]:
+    """The entries under `prefix` of the zip `container` inside the unpacked package, each read when reached."""
+    import zipfile  # here only: one package needs it
+
+    def members(root: str) -> Iterator[Member]:
+        path = os.path.join(root, container)
+        with zipfile.ZipFile(path) as archive:
+            for name in sorted(archive.namelist()):
+                if name.startswith(prefix) and not name.endswith("/"):
+                    yield Member(f"{container}#{name}", path, archive.read(name))
+    return members
+
+
+def _zad_pick(member: Member) -> Optional[Pick]:
+    container, _, entry = member.name.partition("#")
+    match = _ZAD_PATTERN.fullmatch(entry) if container == ZAD_ZIP else None
+    if not match:
+        return None
+    kind = ZAD_KINDS[match["building"] or match["folder"]]
+    return Pick("0ad", _slug(entry[len("audio/ambient/"):].rsplit(".", 1)[0].replace("/", "_")), kind)
+
+
+# Scorched 3D's ambience and vehicle recordings of at least 3 s; `apoc/` is CC-BY-SA-3.0, `none/` GPL-2+.
+# Left out: explosions, weapons, UI beeps, animal calls and screams.
+SCORCHED_KINDS = _kinds(
+    crowd=("cheeringloop",), machinery=("factoryloop1", "tankmove"),
+    traffic=("citysounds", "cessna", "helicopter", "policecar", "firetruck", "apache_1", "f16_1", "f16_2", "f18_1",
+             "f18_2", "jet", "t38"),
+    outdoor=("birds1", "birds2", "frogs", "lava2", "oceanwaves", "rain", "thunder2", "thunder3"))
+_scorched = _named(r"usr/share/games/scorched3d/data/globalmods/(?P<mod>apoc|none)/data/wav/(?:misc|movement)/"
+                   r"(?P<key>[a-z0-9_]+)\.wav", "scorched3d", SCORCHED_KINDS)
+
+
+def _scorched_pick(member: Member) -> Optional[Pick]:
+    pick = _scorched(member)
+    if pick is None:
+        return None
+    return pick._replace(licence="CC-BY-SA-3.0" if "/apoc/" in member.name else "GPL-2+")
+
+
+# Search and Rescue's helicopter and jet engine recordings (start, run, shut down): turbines and rotors.
+SAR_PATTERN = (r"usr/share/games/searchandrescue/sounds/(?P<name>(?:hh6[05]/)?(?P<key>helicopter_engine|engine|"
+               r"jet_engine)[a-z0-9_]*)\.wav")
+
+
+def _sar_pick(member: Member) -> Optional[Pick]:
+    match = re.fullmatch(SAR_PATTERN, member.name)
+    return Pick("searchandrescue", _slug(match["name"].replace("/", "_")), "machinery") if match else None
+
+
 # --- the packages ----------------------------------------------------------------------------
 
 _ASTERISK_CREDIT = ("Asterisk core sounds 1.6.1 (downloads.asterisk.org), funded by Digium, Inc.; licensed "
@@ -383,6 +441,20 @@ SOURCES: Tuple[Source, ...] = (
            credit="Minetest Game sounds: Yuval and Halion (CC0-1.0, env_sounds), Dynamicell and dobroide "
                   "(CC-BY-3.0, fire), iankath (CC0-1.0, furnace), AGFX (CC-BY-3.0, water footsteps), via "
                   "freesound.org."),
+    Source("0ad-data", "0.0.26-1", "0/0ad-data/0ad-data_0.0.26-1_all.deb",
+           "53745ae74d05bccf6783400fa98f3932b21729ab9d2e86151aa2c331c3455178", 1377557908, "CC-BY-SA-3.0", "noise",
+           "train", ("0ad",), _zad_pick,
+           members=_zip_members(ZAD_ZIP, "audio/ambient/"),
+           credit="0 A.D. (Wildfire Games) ambient sounds, CC-BY-SA-3.0."),
+    Source("scorched3d-data", "44+dfsg-8", "s/scorched3d/scorched3d-data_44+dfsg-8_all.deb",
+           "b0be0a6d561966a62b1f135e0e6f5681c85f12e34ecad5777cb1af9fbcb7f1da", 31954088, "GPL-2+", "noise", "train",
+           ("scorched3d",), _scorched_pick,
+           credit="Scorched 3D (Gavin Camp and contributors): globalmods/none GPL-2+; globalmods/apoc CC-BY-SA-3.0, "
+                  "authors in /usr/share/doc/scorched3d-data/authors.txt."),
+    Source("searchandrescue-data", "1.3.0-1.1", "s/searchandrescue-data/searchandrescue-data_1.3.0-1.1_all.deb",
+           "0036c09a92a90a2ce4ac3dde026bb90cc306cd1964f24749c0229926ff36d1d3", 46517968, "GPL", "noise",
+           "train", ("searchandrescue",), _sar_pick,
+           credit="Search and Rescue data, (C) 1999-2004 WolfPack Entertainment, GPL (no version stated)."),
     # --- noise, test
     Source("openttd-opensfx", "1.0.3-2", "o/openttd-opensfx/openttd-opensfx_1.0.3-2_all.deb",
            "2898b4677a3caccc4abc08fb4cf83319047b5a04729291deb5c77a8cd713c006", 9895076, "CC-BY-SA-3.0", "noise", "test",
