@@ -1,4 +1,4 @@
-cd /work/main
+# Run from the repository root.
 # R8: R7 (the packaged pretrained) trained on 2 more epochs at half R7's rate (DTLN's recipe halves the rate when
 # the validation loss stalls), fresh mixes from a new seed; upstream components cached.
 nice -n 10 .venv/bin/tfx-audio run --config pipeline/configs/denoise.yaml --set output_dir=outputs/denoise-r7 \
