@@ -36,6 +36,7 @@ KNOWN_MEMBERS = {
     "0ad-data": (f"{real.ZAD_ZIP}#audio/ambient/building/amb_trade_10.ogg", "0ad"),
     "scorched3d-data": ("usr/share/games/scorched3d/data/globalmods/apoc/data/wav/misc/factoryloop1.wav", "scorched3d"),
     "searchandrescue-data": ("usr/share/games/searchandrescue/sounds/hh65/engine_start.wav", "searchandrescue"),
+    "etw-data": ("usr/share/games/etw/crowd/crowd07.wav", "etw"),
     "openttd-opensfx": (f"{real.OPENSFX_CAT}#29", "opensfx"),
     "tuxfootball": ("usr/share/games/tuxfootball/sound/crowdcheer.wav", "tuxfootball"),
     "extremetuxracer-data": ("usr/share/games/etr/music/race1-jt.ogg", "etr"),
@@ -56,6 +57,8 @@ NOT_TAKEN = {  # members a source must leave out
                  "usr/share/games/0ad/mods/public/audio/ambient/water/wave_21.ogg"),  # only inside the zip
     "scorched3d-data": ("usr/share/games/scorched3d/data/globalmods/apoc/data/wav/misc/scream1.wav",
                         "usr/share/games/scorched3d/data/globalmods/apoc/data/wav/explosions/quake.wav"),
+    "etw-data": ("usr/share/games/etw/snd/hallelujah.wav", "usr/share/games/etw/snd/shoot.wav",
+                 "usr/share/games/etw/music/back1.wav"),
     "searchandrescue-data": ("usr/share/games/searchandrescue/sounds/crash_ground.wav",
                              "usr/share/games/searchandrescue/music/menus01.wav"),
 }

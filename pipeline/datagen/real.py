@@ -342,6 +342,17 @@ def _sar_pick(member: Member) -> Optional[Pick]:
     return Pick("searchandrescue", _slug(match["name"].replace("/", "_")), "machinery") if match else None
 
 
+# Eat the Whistle's stadium crowd (chants, cheers, boos, the background roar; 22 kHz 8-bit mono): recorded
+# crowds for training, where the test side's crowds are Tux Football's and OpenSFX's applause. Against them
+# (normalized cross-correlation at 8 kHz, any lag, whole files) every one scores at most 0.11: no shared recording.
+ETW_PATTERN = r"usr/share/games/etw/(?:crowd/(?P<n>crowd\d+)|snd/(?P<s>crowd|boou|fondo))\.wav"
+
+
+def _etw_pick(member: Member) -> Optional[Pick]:
+    match = re.fullmatch(ETW_PATTERN, member.name)
+    return Pick("etw", match["n"] or match["s"], "crowd") if match else None
+
+
 # --- the packages ----------------------------------------------------------------------------
 
 _ASTERISK_CREDIT = ("Asterisk core sounds 1.6.1 (downloads.asterisk.org), funded by Digium, Inc.; licensed "
@@ -455,6 +466,10 @@ SOURCES: Tuple[Source, ...] = (
            "0036c09a92a90a2ce4ac3dde026bb90cc306cd1964f24749c0229926ff36d1d3", 46517968, "GPL", "noise",
            "train", ("searchandrescue",), _sar_pick,
            credit="Search and Rescue data, (C) 1999-2004 WolfPack Entertainment, GPL (no version stated)."),
+    Source("etw-data", "3.6+svn162-6", "e/etw/etw-data_3.6+svn162-6_all.deb",
+           "d1c79c32f6223332c01eb23ba78531e8d9d663c1f057cd21d8aac708b8de218a", 4955688, "GPL-2+", "noise", "train",
+           ("etw",), _etw_pick,
+           credit="Eat the Whistle (Gabriele Greco), GPL-2+."),
     # --- noise, test
     Source("openttd-opensfx", "1.0.3-2", "o/openttd-opensfx/openttd-opensfx_1.0.3-2_all.deb",
            "2898b4677a3caccc4abc08fb4cf83319047b5a04729291deb5c77a8cd713c006", 9895076, "CC-BY-SA-3.0", "noise", "test",
