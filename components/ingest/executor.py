@@ -186,7 +186,9 @@ class Executor(BaseExampleGenExecutor):
         examples.set_int_custom_property("rejected_of_unknown_length", seconds["rejected_of_unknown_length"])
         examples.set_string_custom_property("seconds_dropped_by_reason", json.dumps(seconds["dropped"]))
         examples.set_string_custom_property("rejects_file", os.path.join(report_dir, report.REJECTS_FILE))
-        examples.set_string_custom_property("split_sizes", json.dumps(report.split_sizes(examples.uri), sort_keys=True))
+        sizes = report.split_sizes(examples.uri)
+        examples.set_string_custom_property("split_sizes", json.dumps(sizes, sort_keys=True))
+        report.check_written(windows + noisy, sizes, examples.uri)
         logging.info("WAV ExampleGen: %d files in, %d examples (%d noisy copies), %d rejected; seconds %s",
                      total, windows + noisy, noisy, len(rejects), seconds)
         input_base = exec_properties[standard_component_specs.INPUT_BASE_KEY]

@@ -70,6 +70,19 @@ def split_sizes(examples_uri: str) -> Dict[str, Dict[str, int]]:
     return sizes
 
 
+def check_written(made: int, sizes: Dict[str, Dict[str, int]], examples_uri: str) -> None:
+    """Raises when the splits hold fewer (or more) examples than the ExampleGen made: a runner that loses
+    or repeats elements must fail the run, not train on part of the corpus. `sizes`: split_sizes'."""
+    if not sizes:
+        return  # written by another ExampleGen: nothing to compare
+    written = sum(size["examples"] for size in sizes.values())
+    if written != made:
+        per_split = ", ".join(f"{name} {size['examples']}" for name, size in sorted(sizes.items()))
+        raise RuntimeError(
+            f"WAV ExampleGen: made {made} examples but wrote {written} ({per_split}) to {examples_uri}: the Beam "
+            f"runner lost or repeated elements; rerun, or with --direct_num_workers=1 (components/beam_fixes.py)")
+
+
 def read_text(path: str) -> str:
     with FileSystems.open(path) as f:
         return f.read().decode()
