@@ -8,7 +8,9 @@ With `--direct_running_mode=multi_processing` and two or more workers, a busy ma
 WAV ExampleGen's examples, a different subset on each run, with no error. At 0 the channel flushes by size
 only, from the writing thread, and nothing is lost; the buffer is still sent when full or at the bundle's end.
 Written here because no Beam release on this stack (TFX 1.16 pins Beam 2.59) has a fix or a pipeline option
-for the runner's side.
+for the runner's side. Applied where a Beam pipeline starts: the local runner's process (every TFX
+component of a local run) and the WAV ExampleGen's executor (wherever it runs); not on importing `components`,
+which most of its users (settings, data generation, serving) do without Beam.
 """
 from apache_beam.runners.portability.fn_api_runner import worker_handlers
 

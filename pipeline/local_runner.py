@@ -17,9 +17,13 @@ from absl import logging
 from tfx import v1 as tfx
 
 import pipeline  # noqa: F401  (sets TF_USE_LEGACY_KERAS before TensorFlow loads)
+from components import beam_fixes
 from components.config import PipelineConfig
 from pipeline import metadata, outcome, progress, summary
 from pipeline.pipeline import REPO_ROOT, create_pipeline, validated_data
+
+# TFX's Beam components (StatisticsGen, Transform, Evaluator) run in this process on the DirectRunner.
+beam_fixes.apply()
 
 # The Beam options that name a pipeline's Python dependencies; TFX builds a package when none is set.
 _DEPENDENCY_OPTIONS = ("extra_packages", "setup_file", "requirements_file", "worker_harness_container_image",

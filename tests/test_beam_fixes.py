@@ -5,13 +5,14 @@ import importlib
 import pytest
 from apache_beam.runners.portability.fn_api_runner import worker_handlers
 
-import components
-from components.ingest import report
+from components.ingest import executor, report
+from pipeline import local_runner
 
 
-def test_importing_the_package_turns_off_the_runners_timed_flush():
+@pytest.mark.parametrize("module", [executor, local_runner], ids=["ingest_executor", "local_runner"])
+def test_the_modules_that_start_beam_pipelines_turn_off_the_runners_timed_flush(module):
     worker_handlers.DATA_BUFFER_TIME_LIMIT_MS = 1000  # Beam 2.59's default
-    importlib.reload(components)
+    importlib.reload(module)
     assert worker_handlers.DATA_BUFFER_TIME_LIMIT_MS == 0
 
 

@@ -33,10 +33,13 @@ from tfx.proto import example_gen_pb2
 from tfx.types import artifact_utils, standard_component_specs
 from tfx.utils import proto_utils
 
+from components import beam_fixes
 from components.config import INGEST_OPTIONS, DataConfig, FeatureConfig
 from components.ingest import listing, noise_mix, report, tables
 from components.ingest import spans as spans_lib
 from components.ingest.windows import ToExamples
+
+beam_fixes.apply()  # this executor runs its own Beam pipeline, wherever TFX runs it
 
 
 def ingest_options(exec_properties: Dict[str, Any]) -> Dict[str, Any]:
