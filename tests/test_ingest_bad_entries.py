@@ -16,7 +16,7 @@ from tfx.components.example_gen import utils as example_gen_utils
 from tfx.utils import io_utils
 
 from components import features
-from components.ingest import component, listing
+from components.ingest import component, executor, listing
 from components.ingest import report as ingest_report
 from tests.audio_helpers import tone, write_wav
 from tests.test_wav_example_gen import _exec_properties, _read_examples, _run_executor, _value
@@ -202,3 +202,14 @@ def test_a_metadata_table_that_is_a_fifo_is_fingerprinted_without_being_opened(t
     os.mkfifo(tmp_path / "metadata.csv")
     with _fifo_guard(tmp_path):
         assert "metadata.csv: sha256 not read, not a regular file (a FIFO)" in _fingerprint(tmp_path)
+
+
+def test_the_fingerprint_changes_with_the_executors_output_version(tmp_path, monkeypatch):
+    """A fix that changes what the executor writes raises `OUTPUT_VERSION`; a run cached by the old code is then
+    not reused (its output may lack examples: the Beam fix of version 2)."""
+    base = tmp_path / "audio"
+    _folder(base)
+    before = _fingerprint(base)
+    assert f"executor output version: {executor.OUTPUT_VERSION}" in before
+    monkeypatch.setattr(executor, "OUTPUT_VERSION", executor.OUTPUT_VERSION + 1)
+    assert _fingerprint(base) != before

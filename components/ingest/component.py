@@ -63,7 +63,7 @@ def _span_and_version(input_base: str, split, range_config) -> Tuple[int, Option
 
 class Driver(driver.FileBasedDriver):
     """TFX's file-based driver, whose input fingerprint (the cache key of the ExampleGen's
-    run) also covers metadata.csv and segments.csv: TFX fingerprints only the files of
+    run) also covers the executor's output version and metadata.csv and segments.csv: TFX fingerprints only the files of
     the split pattern, so an edited label would otherwise reuse a cached, stale run. Its
     listing and fingerprint take any entry the pattern matches (`_InputProcessor`)."""
 
@@ -76,7 +76,8 @@ class Driver(driver.FileBasedDriver):
         exec_properties = super().resolve_exec_properties(exec_properties, pipeline_info, component_info)
         input_base = exec_properties[standard_component_specs.INPUT_BASE_KEY]
         options = executor.ingest_options(exec_properties)
-        lines = [exec_properties[example_gen_utils.FINGERPRINT_PROPERTY_NAME]]
+        lines = [exec_properties[example_gen_utils.FINGERPRINT_PROPERTY_NAME],
+                 f"executor output version: {executor.OUTPUT_VERSION}"]  # a fix's output is not the cache's
         if spans.span_depth(pattern) is not None:  # the newest N spans: read and fingerprinted
             newest = spans.newest(input_base, pattern, int(options["latest_spans"]),
                                   int(exec_properties[example_gen_utils.SPAN_PROPERTY_NAME]))

@@ -41,6 +41,11 @@ from components.ingest.windows import ToExamples
 
 beam_fixes.apply()  # this executor runs its own Beam pipeline, wherever TFX runs it
 
+# Part of the ExampleGen's cache key (the driver's input fingerprint). Raise it when a fix changes what this
+# executor writes for the same input and settings, so that a cached output of the old code is not reused.
+# 2: every example made is written (the Beam fix, `beam_fixes`); version 1's outputs could lack about 10 %.
+OUTPUT_VERSION = 2
+
 
 def ingest_options(exec_properties: Dict[str, Any]) -> Dict[str, Any]:
     """The component's options, packed as a Struct in example_gen_pb2.CustomConfig."""
