@@ -353,6 +353,30 @@ def _etw_pick(member: Member) -> Optional[Pick]:
     return Pick("etw", match["n"] or match["s"], "crowd") if match else None
 
 
+# SuperTuxKart's recorded ambiences and engines, by name (the licence per file is Debian's copyright file's):
+# a restaurant's babble and an airport hall with its announcements (crowd: the kind where the denoiser trails
+# RNNoise on the test part), a stadium's goal cheer, a steam locomotive and a jet's fly-over (traffic), engine,
+# compressor and clockwork loops (machinery). Left out: the karts' effects, music, water and birds (outdoor is
+# the best-covered kind already), the radio static (a synthetic-sounding hiss).
+STK_KINDS = _kinds(crowd=("lenautile_restaurant", "sara_airport_pa", "goal_scored"),
+                   traffic=("airplane_jetEngine", "steamLocomotive"),
+                   machinery=("engine_large", "engine_small", "machine_sound", "clock"))
+STK_LICENCES = {"lenautile_restaurant": "CC0-1.0", "sara_airport_pa": "CC-BY-SA-4.0", "goal_scored": "CC-BY-3.0",
+                "airplane_jetEngine": "CC-BY-SA-3.0", "steamLocomotive": "CC-BY-SA-3.0",
+                "engine_large": "CC-BY-SA-3.0", "engine_small": "CC-BY-SA-3.0", "machine_sound": "CC-BY-3.0",
+                "clock": "public-domain"}
+_stk_pick = _named(r"usr/share/games/supertuxkart/data/(?:sfx|tracks/black_forest)/(?P<key>[A-Za-z_]+)\.ogg",
+                   "supertuxkart", STK_KINDS, STK_LICENCES)
+
+# Unknown Horizons' workplace and town loops (content/: CC-BY-SA-3.0): a market square and a tavern (crowd),
+# a lumberjack's axe and saw, a windmill, a warehouse, a smithy and a stonemason (machinery). Left out: the
+# chapel (128 s of unknown content), the sheep field, the UI and event jingles and the voices.
+UH_KINDS = _kinds(crowd=("main_square", "tavern"),
+                  machinery=("lumberjack_long", "windmill", "warehouse", "smith", "stonemason"))
+_uh_pick = _named(r"usr/share/unknown-horizons/content/audio/sounds/(?P<key>[a-z_]+)\.ogg", "unknown_horizons",
+                  UH_KINDS)
+
+
 # --- the packages ----------------------------------------------------------------------------
 
 _ASTERISK_CREDIT = ("Asterisk core sounds 1.6.1 (downloads.asterisk.org), funded by Digium, Inc.; licensed "
@@ -470,6 +494,20 @@ SOURCES: Tuple[Source, ...] = (
            "d1c79c32f6223332c01eb23ba78531e8d9d663c1f057cd21d8aac708b8de218a", 4955688, "GPL-2+", "noise", "train",
            ("etw",), _etw_pick,
            credit="Eat the Whistle (Gabriele Greco), GPL-2+."),
+    Source("supertuxkart-data", "1.4+dfsg-2", "s/supertuxkart/supertuxkart-data_1.4+dfsg-2_all.deb",
+           "568d69cda50dc8ad1facb89514bd14953dfca736fdb83c49ae330b0aa7dd2364", 627742860, "CC-BY-SA-3.0", "noise",
+           "train", ("supertuxkart",), _stk_pick,
+           credit="SuperTuxKart sounds: Alcappuccino (lenautile_restaurant, CC0-1.0, freesound 263528); "
+                  "2887679652, WilliamS and Jean-Manuel Clemencon (sara_airport_pa, CC-BY-SA-4.0); jordiroquer "
+                  "(goal_scored, CC-BY-3.0, freesound 148153); Fritz Schlueter (airplane_jetEngine, CC-BY-SA-3.0, "
+                  "Wikimedia Commons); Daniel Simion (steamLocomotive, CC-BY-SA-3.0); Mike Koenig, Stephan, "
+                  "SpeedJunkie and Marianne Gagnon (engine_large, CC-BY-SA-3.0); Ivan Gabovitch (engine_small, "
+                  "CC-BY-SA-3.0); Swelk and Marianne Gagnon (machine_sound, CC-BY-3.0); Natalie (clock, public "
+                  "domain, pdsounds.org)."),
+    Source("unknown-horizons", "2019.1-6", "u/unknown-horizons/unknown-horizons_2019.1-6_all.deb",
+           "ff49ea196d0f57c80d4cd4509c030240cbe632881f8c5b2a1265dd3e3795f100", 248491344, "CC-BY-SA-3.0", "noise",
+           "train", ("unknown_horizons",), _uh_pick,
+           credit="Unknown Horizons content (Unknown Horizons Team; the lumberjack by hazure), CC-BY-SA-3.0."),
     # --- noise, test
     Source("openttd-opensfx", "1.0.3-2", "o/openttd-opensfx/openttd-opensfx_1.0.3-2_all.deb",
            "2898b4677a3caccc4abc08fb4cf83319047b5a04729291deb5c77a8cd713c006", 9895076, "CC-BY-SA-3.0", "noise", "test",
