@@ -69,7 +69,8 @@ def main():
     parser.add_argument("--voices", type=int, default=0, help="first N held-out voices (0: all)")
     whole_recordings.add_arguments(parser)
     args = parser.parse_args()
-    methods, note = whole_recordings.methods_with(args.model, args.attenuation_limit)
+    methods, note = whole_recordings.methods_with(args.model, args.attenuation_limit,
+                                                  not args.without_baselines)
     clean_recordings = recordings(args.seed, args.voices)
     scores, seconds, wall = whole_recordings.score(mixtures(clean_recordings, args.seed), methods)
     kinds = heldout_data.HELDOUT_NOISE_KINDS

@@ -103,7 +103,8 @@ def main():
     parser.add_argument("--per-source", type=int, default=2, help="recordings per speech source")
     whole_recordings.add_arguments(parser)
     args = parser.parse_args()
-    methods, note = whole_recordings.methods_with(args.model, args.attenuation_limit)
+    methods, note = whole_recordings.methods_with(args.model, args.attenuation_limit,
+                                                  not args.without_baselines)
     clean = recordings(os.path.join(args.data, "speech_test"), args.part, args.per_source)
     noise = noises(os.path.join(args.data, "noise_test"), args.part)
     if not clean or not noise:

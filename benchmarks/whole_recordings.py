@@ -56,6 +56,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--attenuation-limit", type=float, nargs="+", default=[], metavar="DB",
                         help="also each model with its output mixed with the noisy input at -DB dB (what "
                              "trainer.denoiser.attenuation_limit_db serves), for tuning the setting")
+    parser.add_argument("--without-baselines", action="store_true",
+                        help="score only the models: RNNoise's and noisereduce's figures are those of any earlier run "
+                             "with the same data, part and seed (the same mixtures), and they take most of the time")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default=None, help="the results file (benchmarks/RESULTS-<benchmark>.md)")
 
@@ -77,10 +80,13 @@ def _last_output(enhance: Method) -> Method:
     return once
 
 
-def methods_with(models: Sequence[str], attenuation_limits: Sequence[float] = ()) -> Tuple[Dict[str, Method], str]:
-    """The baselines and each `[NAME=]DIR` model (and each with each attenuation limit); and a note
-    naming the models."""
-    methods, notes = dict(METHODS), []
+def methods_with(models: Sequence[str], attenuation_limits: Sequence[float] = (),
+                 baselines: bool = True) -> Tuple[Dict[str, Method], str]:
+    """The baselines (unless not `baselines`) and each `[NAME=]DIR` model (and each with each attenuation
+    limit); and a note naming the models."""
+    if not baselines and not models:
+        raise SystemExit("--without-baselines leaves nothing to score: give a --model")
+    methods, notes = dict(METHODS) if baselines else {}, []
     for given in models:
         name, _, path = given.rpartition("=")
         name = name or (PROJECT if len(models) == 1 else path)
@@ -89,7 +95,11 @@ def methods_with(models: Sequence[str], attenuation_limits: Sequence[float] = ()
         for limit in attenuation_limits:
             methods[f"{name} limited to {limit:g} dB"] = limited(enhance, limit)
         notes.append(f"{name}: {model_dir}")
-    return methods, (f" Models (`denoise_wav`): {'; '.join(notes)}." if notes else "")
+    note = f" Models (`denoise_wav`): {'; '.join(notes)}." if notes else ""
+    if not baselines:
+        note += (" Baselines left out (`--without-baselines`): theirs are the figures of any earlier run with the same "
+                 "data, part and seed.")
+    return methods, note
 
 
 def score(mixtures: Iterable[Tuple[str, float, str, np.ndarray, np.ndarray]], methods: Dict[str, Method]):

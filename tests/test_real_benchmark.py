@@ -90,3 +90,11 @@ def test_an_attenuation_limit_caps_what_the_reference_method_gains_at_the_limit(
             # the noisy input's SNR is snr (wideband); the limited reference's is snr + db
             gains = scores[(f"oracle limited to {db:g} dB", "SNRi", "wideband", "music", snr)]
             np.testing.assert_allclose(gains, db, atol=0.05)
+
+
+def test_without_baselines_only_the_models_are_scored(monkeypatch):
+    monkeypatch.setattr(whole_recordings, "denoise_wav", lambda path: (path, lambda x, sr: x))
+    methods, note = whole_recordings.methods_with(["M=/models/m"], [12.0], baselines=False)
+    assert list(methods) == ["M", "M limited to 12 dB"] and "Baselines left out" in note
+    with_baselines, _ = whole_recordings.methods_with(["M=/models/m"])
+    assert set(with_baselines) == {"M"} | set(whole_recordings.METHODS)
