@@ -15,6 +15,7 @@ import tensorflow_data_validation as tfdv
 import tensorflow_model_analysis as tfma
 from ml_metadata.metadata_store import metadata_store
 from ml_metadata.proto import metadata_store_pb2
+from scipy import stats
 from tfx.orchestration import metadata
 
 from components import features
@@ -30,6 +31,21 @@ _SLICE_COLUMNS = ("example_count", "sparse_categorical_accuracy", tfma_recording
 
 _SIDE_BY_SIDE = ("example_count", "sparse_categorical_accuracy", tfma_snr.SI_SNR_IMPROVEMENT,
                  tfma_snr.SNR_IMPROVEMENT, tfma_quality.PESQ_IMPROVEMENT, tfma_quality.STOI_IMPROVEMENT)
+
+
+def accuracy_interval(accuracy: float, examples: float, confidence: float = 0.95) -> Tuple[float, float]:
+    """The Wilson score interval of an accuracy read on `examples` examples: how far the figure can move with
+    the sample of examples alone (a retrained model moves it further: the training run's own spread)."""
+    n = int(round(examples))
+    return tuple(stats.binomtest(int(round(accuracy * n)), n).proportion_ci(confidence, method="wilson"))
+
+
+def accuracy_interval_text(metrics: Dict[str, float]) -> str:
+    if "sparse_categorical_accuracy" not in metrics or not metrics.get("example_count"):
+        return ""
+    low, high = accuracy_interval(metrics["sparse_categorical_accuracy"], metrics["example_count"])
+    return (f"  held-out accuracy, 95 % interval from its {int(metrics['example_count'])} examples alone (Wilson): "
+            f"{low:.3f}-{high:.3f}")
 
 
 def _slice_table(title: str, slices: Dict[str, Dict[str, float]]) -> List[str]:
@@ -113,6 +129,7 @@ class RunSummary:
                 f"{m} {self.metrics.get(m, float('nan')):.4g} vs {held[m]:.4g}"
                 + (f" (latest blessed model: {self.heldout_baseline(m):.4g})" if m + "_diff" in held else "")
                 for m in _SIDE_BY_SIDE if m in held))
+            lines += [line for line in [accuracy_interval_text(held)] if line]
             lines += _slice_table("held-out by slice", self.heldout_slice_metrics)
         if self.calls:
             c = self.calls

@@ -109,6 +109,7 @@ def assert_heldout_evaluated(run):
            f"{held['sparse_categorical_accuracy']:.4g}" in run.text()
     # which corpus (and so which part: demo_heldout/validation or demo_heldout/test) the figures are from
     assert run.heldout_corpus().endswith("/heldout") and f"vs held-out ({run.heldout_corpus()}):" in run.text()
+    assert f"held-out accuracy, 95 % interval from its {int(held['example_count'])} examples alone" in run.text()
 
 
 def _kill_in_training(overrides, config) -> int:

@@ -158,7 +158,8 @@ def _heldout(run: summary.RunSummary) -> List[Item]:
                   caption="held-out: voices, noise kinds and a channel the training never saw "
                           f"(evaluator.heldout_base: {run.heldout_corpus() or 'unknown'}; its validation part is "
                           "for tuning, its test part read once per reported configuration), for this model and "
-                          "(heldout_baseline) the latest blessed one; reported, not gated")]
+                          "(heldout_baseline) the latest blessed one; reported, not gated"
+                          + "".join(f"; {line.strip()}" for line in [summary.accuracy_interval_text(held)] if line))]
     single = [row for row in _slice_rows(run.heldout_slice_metrics) if "," not in row["slice"] and ACCURACY in row]
     single.sort(key=lambda row: (row["slice"].split("=")[0], _order(row["slice"].split("=", 1)[1])))
     if single:
