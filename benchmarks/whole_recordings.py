@@ -58,7 +58,8 @@ def add_arguments(parser) -> None:
                              "trainer.denoiser.attenuation_limit_db serves), for tuning the setting")
     parser.add_argument("--without-baselines", action="store_true",
                         help="score only the models: RNNoise's and noisereduce's figures are those of any earlier run "
-                             "with the same data, part and seed (the same mixtures), and they take most of the time")
+                             "with the same mixture options and seed (the same mixtures), and they take most of the "
+                             "time")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default=None, help="the results file (benchmarks/RESULTS-<benchmark>.md)")
 
@@ -98,7 +99,7 @@ def methods_with(models: Sequence[str], attenuation_limits: Sequence[float] = ()
     note = f" Models (`denoise_wav`): {'; '.join(notes)}." if notes else ""
     if not baselines:
         note += (" Baselines left out (`--without-baselines`): theirs are the figures of any earlier run with the same "
-                 "data, part and seed.")
+                 "mixture options and seed.")
     return methods, note
 
 

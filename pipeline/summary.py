@@ -35,7 +35,8 @@ _SIDE_BY_SIDE = ("example_count", "sparse_categorical_accuracy", tfma_snr.SI_SNR
 
 def accuracy_interval(accuracy: float, examples: float, confidence: float = 0.95) -> Tuple[float, float]:
     """The Wilson score interval of an accuracy read on `examples` examples: how far the figure can move with
-    the sample of examples alone (a retrained model moves it further: the training run's own spread)."""
+    the sample of examples alone. It understates the real spread: the examples come from a few voices (not
+    independent draws), and a retrained model moves the figure further (the training run's own spread)."""
     n = int(round(examples))
     return tuple(stats.binomtest(int(round(accuracy * n)), n).proportion_ci(confidence, method="wilson"))
 
@@ -44,7 +45,7 @@ def accuracy_interval_text(metrics: Dict[str, float]) -> str:
     if "sparse_categorical_accuracy" not in metrics or not metrics.get("example_count"):
         return ""
     low, high = accuracy_interval(metrics["sparse_categorical_accuracy"], metrics["example_count"])
-    return (f"  held-out accuracy, 95 % interval from its {int(metrics['example_count'])} examples alone (Wilson): "
+    return (f"held-out accuracy, 95 % interval from its {int(metrics['example_count'])} examples alone (Wilson): "
             f"{low:.3f}-{high:.3f}")
 
 
@@ -129,7 +130,9 @@ class RunSummary:
                 f"{m} {self.metrics.get(m, float('nan')):.4g} vs {held[m]:.4g}"
                 + (f" (latest blessed model: {self.heldout_baseline(m):.4g})" if m + "_diff" in held else "")
                 for m in _SIDE_BY_SIDE if m in held))
-            lines += [line for line in [accuracy_interval_text(held)] if line]
+            interval = accuracy_interval_text(held)
+            if interval:
+                lines.append(f"  {interval}")
             lines += _slice_table("held-out by slice", self.heldout_slice_metrics)
         if self.calls:
             c = self.calls

@@ -142,7 +142,8 @@ def test_the_fingerprint_takes_a_bad_entry_without_raising_and_counts_it(tmp_pat
 
 
 def test_the_fingerprint_of_a_healthy_folder_is_tfx_own(tmp_path):
-    """Upgrading keeps the cache: where TFX's fingerprint worked, the key is the same."""
+    """TFX's own fingerprint is the key's first line: where it worked, it is unchanged (the lines after it add
+    what TFX's leaves out)."""
     base = tmp_path / "audio"
     _folder(base)
     tfx_own = io_utils.generate_fingerprint("all", os.path.join(str(base), "*/*.wav"))

@@ -35,3 +35,18 @@ def test_check_reads_the_real_audio_layout_and_ranks_pairs(tmp_path):
     assert [p.rsplit("/", 1)[1] for p in train] == ["pkg__a.wav"]
     rows = overlap.check(train, test, RATE)
     assert len(rows) == 1 and rows[0][0] > 0.95
+
+
+def test_a_shared_stretch_in_the_middle_of_long_files_is_found():
+    """20 s shared by a 60-s and a 75-s file, away from both files' ends: excerpts cover the shorter file whole."""
+    shared = _noise(8, 20.0)
+    a = np.concatenate([_noise(9, 25.0), shared, _noise(10, 15.0)])
+    b = np.concatenate([_noise(11, 40.0), 0.5 * shared, _noise(12, 15.0)])
+    assert overlap.score(a, b, RATE) > 0.99
+
+
+def test_a_dc_offset_on_the_copy_does_not_hide_it():
+    """The copy sits on a DC offset the rest of the longer file lacks: each stretch's own mean is removed."""
+    a = _noise(13, 4.0)
+    longer = np.concatenate([_noise(14, 1.0), a + 0.5, _noise(15, 1.0)])
+    assert overlap.score(a, longer, RATE) > 0.99

@@ -2,8 +2,9 @@
 
 Game packages reuse the same freesound.org recordings (SuperTuxKart's rain came from MegaGlest), so a new training
 package must not hold a test file's recording under another name, cut or level. For every pair (training file, test
-file) this takes excerpts of the shorter one and slides each over the longer one: the normalized cross-correlation
-at any lag, the largest over excerpts and lags. A copy scores 1.0 at any offset and gain (edits and re-encodings a
+file) this cuts the shorter one into 3-s excerpts every 1.5 s and slides each over the longer one: the normalized
+cross-correlation at any lag, the largest over excerpts and lags; any shared stretch of 4.5 s or more holds a whole
+excerpt (and shorter files are slid whole). A copy scores 1.0 at any offset and gain (edits and re-encodings a
 little less); unrelated recordings of the same kind score well under 0.5 (docs/data-sources.md has the figures).
 At 2 kHz by default: enough to tell recordings apart, and cheap. Hand-written because no library in the lock
 offers sliding normalized cross-correlation over 1-D signals (scipy gives the correlation, not the sliding norm).
@@ -30,33 +31,38 @@ def load(path: str, rate: int) -> np.ndarray:
 
 
 def sliding_ncc(template: np.ndarray, longer: np.ndarray) -> float:
-    """The largest normalized cross-correlation of `template` with any stretch of `longer` of its length
-    (both mean-removed first; |value| so that a polarity flip is a copy too)."""
-    template = template - template.mean()
-    longer = longer - longer.mean()
+    """The largest normalized cross-correlation of `template` with any stretch of `longer` of its length, each
+    stretch's own mean removed (|value|, so that a polarity flip is a copy too)."""
     m = len(template)
-    norm = float(np.sqrt(np.sum(template ** 2)))
-    if m == 0 or len(longer) < m or norm == 0.0:
+    if m == 0 or len(longer) < m:
         return 0.0
-    dots = signal.fftconvolve(longer, template[::-1], mode="valid")
-    energy = np.cumsum(np.concatenate([[0.0], longer.astype(np.float64) ** 2]))
-    local = np.sqrt(np.maximum(energy[m:] - energy[:-m], 0.0))
+    template = template.astype(np.float64) - template.mean()
+    norm = float(np.sqrt(np.sum(template ** 2)))
+    if norm == 0.0:
+        return 0.0
+    longer = longer.astype(np.float64)
+    dots = signal.fftconvolve(longer, template[::-1], mode="valid")  # (the template's mean is 0: no mean term)
+    sums = np.cumsum(np.concatenate([[0.0], longer]))
+    squares = np.cumsum(np.concatenate([[0.0], longer ** 2]))
+    window_sum = sums[m:] - sums[:-m]
+    local = np.sqrt(np.maximum(squares[m:] - squares[:-m] - window_sum ** 2 / m, 0.0))
     ok = local > 1e-6 * norm  # digital silence matches nothing
     return float(np.max(np.abs(dots[ok]) / (local[ok] * norm))) if ok.any() else 0.0
 
 
-def excerpts(audio: np.ndarray, length: int, count: int) -> List[np.ndarray]:
-    """`count` excerpts of `length` samples spread over `audio` (the whole of it when it is shorter)."""
+def excerpts(audio: np.ndarray, length: int) -> List[np.ndarray]:
+    """Excerpts of `length` samples every half length, covering `audio` whole (itself when it is shorter), so any
+    shared stretch of at least 1.5 lengths holds a whole excerpt."""
     if len(audio) <= length:
         return [audio]
-    starts = np.linspace(0, len(audio) - length, count).astype(int)
+    starts = list(range(0, len(audio) - length, length // 2)) + [len(audio) - length]
     return [audio[s:s + length] for s in starts]
 
 
-def score(a: np.ndarray, b: np.ndarray, rate: int, excerpt_s: float = 3.0, count: int = 3) -> float:
+def score(a: np.ndarray, b: np.ndarray, rate: int, excerpt_s: float = 3.0) -> float:
     """How much of the shorter of `a` and `b` is found in the other: the largest sliding NCC of its excerpts."""
     short, long_ = (a, b) if len(a) <= len(b) else (b, a)
-    return max(sliding_ncc(x, long_) for x in excerpts(short, int(excerpt_s * rate), count))
+    return max(sliding_ncc(x, long_) for x in excerpts(short, int(excerpt_s * rate)))
 
 
 def files(root: str, sources: Sequence[str] = (), skip_kinds: Sequence[str] = ()) -> List[str]:

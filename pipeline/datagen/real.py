@@ -356,7 +356,7 @@ def _etw_pick(member: Member) -> Optional[Pick]:
 # SuperTuxKart's recorded ambiences and engines, by name (the licence per file is Debian's copyright file's):
 # a restaurant's babble and an airport hall with its announcements (crowd: the kind where the denoiser trails
 # RNNoise on the test part), a stadium's goal cheer, a steam locomotive and a jet's fly-over (traffic), engine,
-# compressor and clockwork loops (machinery). Left out: the karts' effects, music, water and birds (outdoor is
+# compressor, machine and clockwork loops (machinery). Left out: the karts' effects, music, water and birds (outdoor is
 # the best-covered kind already), the radio static (a synthetic-sounding hiss).
 STK_KINDS = _kinds(crowd=("lenautile_restaurant", "sara_airport_pa", "goal_scored"),
                    traffic=("airplane_jetEngine", "steamLocomotive"),
@@ -495,7 +495,8 @@ SOURCES: Tuple[Source, ...] = (
            ("etw",), _etw_pick,
            credit="Eat the Whistle (Gabriele Greco), GPL-2+."),
     Source("supertuxkart-data", "1.4+dfsg-2", "s/supertuxkart/supertuxkart-data_1.4+dfsg-2_all.deb",
-           "568d69cda50dc8ad1facb89514bd14953dfca736fdb83c49ae330b0aa7dd2364", 627742860, "CC-BY-SA-3.0", "noise",
+           "568d69cda50dc8ad1facb89514bd14953dfca736fdb83c49ae330b0aa7dd2364", 627742860,
+           "per file: CC-BY-SA-3.0, CC-BY-SA-4.0, CC-BY-3.0, CC0-1.0, public domain", "noise",
            "train", ("supertuxkart",), _stk_pick,
            credit="SuperTuxKart sounds: Alcappuccino (lenautile_restaurant, CC0-1.0, freesound 263528); "
                   "2887679652, WilliamS and Jean-Manuel Clemencon (sara_airport_pa, CC-BY-SA-4.0); jordiroquer "

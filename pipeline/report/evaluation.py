@@ -150,6 +150,7 @@ def _heldout(run: summary.RunSummary) -> List[Item]:
     """The generalization protocol's figures: in-domain (test split) and held-out side by
     side, held-out accuracy per condition, then the held-out slices."""
     held = run.heldout_metrics
+    interval = summary.accuracy_interval_text(held)
     rows = [{"metric": m, "in_domain": round(run.metrics[m], 4) if m in run.metrics else None,
              "heldout": round(held[m], 4),
              "heldout_baseline": round(run.heldout_baseline(m), 4) if f"{m}_diff" in held else None}
@@ -159,7 +160,7 @@ def _heldout(run: summary.RunSummary) -> List[Item]:
                           f"(evaluator.heldout_base: {run.heldout_corpus() or 'unknown'}; its validation part is "
                           "for tuning, its test part read once per reported configuration), for this model and "
                           "(heldout_baseline) the latest blessed one; reported, not gated"
-                          + "".join(f"; {line.strip()}" for line in [summary.accuracy_interval_text(held)] if line))]
+                          + (f"; {interval}" if interval else ""))]
     single = [row for row in _slice_rows(run.heldout_slice_metrics) if "," not in row["slice"] and ACCURACY in row]
     single.sort(key=lambda row: (row["slice"].split("=")[0], _order(row["slice"].split("=", 1)[1])))
     if single:
