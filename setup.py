@@ -37,6 +37,7 @@ setup(
     entry_points={"console_scripts": ["tfx-audio=pipeline.cli:console"]},
     extras_require={
         "test": ["pytest>=8", "pytest-timeout", "pytest-xdist", "ruff"],
-        "bench": ["noisereduce>=3", "pyrnnoise>=0.4", "fast-bss-eval>=0.1", "speechmos", "onnxruntime"],
+        "bench": ["noisereduce>=3", "pyrnnoise>=0.4", "fast-bss-eval>=0.1", "speechmos", "onnxruntime",
+                  "onnx"],  # onnx: reads the published DTLN (components/models/published.py)
     },
 )

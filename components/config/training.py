@@ -114,6 +114,10 @@ class DenoiserConfig:
                       "causal, one frame_length of latency")
     lstm_units: PositiveInt = setting(128, "dtln: units of each of its two LSTM layers per stage")
     encoder_size: PositiveInt = setting(256, "dtln: size of its second stage's learned frame encoding")
+    dtln_input: Literal["log_norm", "magnitude"] = setting(
+        "log_norm", "dtln: its first stage's input. log_norm: the log magnitude through an instant layer norm "
+                    "(DTLN_norm, the project's own weights); magnitude: the magnitude as it is, the published "
+                    "DTLN's (the authors' 500-h DNS-Challenge weights, components/models/published.py)")
     warm_start: str = setting(
         "", "denoiser weights to start from instead of random ones: a pushed model (or its "
             "assets/denoiser.weights.h5), or `pretrained`, the project's own DTLN trained on real recordings "

@@ -8,9 +8,10 @@ it is a published, real-time design in this stack's own framework. Two stages, f
 2. Those frames -> a learned encoding (a 1x1 convolution) -> instant layer norm -> two LSTM layers
    -> a [0, 1] gain on the encoding -> a learned decoding back to frames -> overlap-add.
 
-Every layer looks at the current and past frames only, so the latency is one frame (32 ms). The
-normalized-input variant (DTLN_norm: instant layer norm of the log magnitude) is the one taken, since
-call levels vary. Works on [B, samples] waveforms of any length, like `denoiser.Denoiser`.
+Every layer looks at the current and past frames only, so the latency is one frame (32 ms). Both of the
+authors' variants: the normalized input (DTLN_norm: instant layer norm of the log magnitude; `dtln_input:
+log_norm`), the project's own from R1 on, since call levels vary; and the magnitude as it is (`magnitude`), the
+published 500-h model's. Works on [B, samples] waveforms of any length, like `denoiser.Denoiser`.
 """
 from __future__ import annotations
 
@@ -33,7 +34,8 @@ class DTLN(keras.Model):
         self.cfg = cfg
         bins = cfg.frame_length // 2 + 1
         # DTLN's "instant layer normalization": each frame over its features, a learned gain and bias per feature
-        self.norm_1 = keras.layers.LayerNormalization(axis=-1, epsilon=1e-7, name="norm_1")
+        self.norm_1 = (keras.layers.LayerNormalization(axis=-1, epsilon=1e-7, name="norm_1")
+                       if cfg.dtln_input == "log_norm" else None)
         self.stage_1 = _separation(cfg.lstm_units, bins, "stage_1")
         self.encoder = keras.layers.Conv1D(cfg.encoder_size, 1, use_bias=False, name="encoder")
         self.norm_2 = keras.layers.LayerNormalization(axis=-1, epsilon=1e-7, name="norm_2")
@@ -50,7 +52,8 @@ class DTLN(keras.Model):
         frames = tf.signal.frame(x, cfg.frame_length, cfg.frame_step, pad_end=True)  # [B, F, frame_length]
         spectrum = tf.signal.rfft(frames)
         magnitude = tf.abs(spectrum)
-        features_1 = self.norm_1(tf.cast(tf.math.log(magnitude + 1e-7), self.compute_dtype))
+        features_1 = (self.norm_1(tf.cast(tf.math.log(magnitude + 1e-7), self.compute_dtype)) if self.norm_1 is not None
+                      else tf.cast(magnitude, self.compute_dtype))
         gain_1 = tf.cast(self.stage_1(features_1, training=training), tf.float32)
         phase = spectrum / tf.cast(tf.maximum(magnitude, 1e-12), tf.complex64)
         frames_1 = tf.signal.irfft(tf.cast(magnitude * gain_1, tf.complex64) * phase)
