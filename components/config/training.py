@@ -115,14 +115,16 @@ class DenoiserConfig:
     lstm_units: PositiveInt = setting(128, "dtln: units of each of its two LSTM layers per stage")
     encoder_size: PositiveInt = setting(256, "dtln: size of its second stage's learned frame encoding")
     dtln_input: Literal["log_norm", "magnitude"] = setting(
-        "log_norm", "dtln: its first stage's input. log_norm: the log magnitude through an instant layer norm "
-                    "(DTLN_norm, the project's own weights); magnitude: the magnitude as it is, the published "
-                    "DTLN's (the authors' 500-h DNS-Challenge weights, components/models/published.py)")
+        "magnitude", "dtln: its first stage's input. magnitude: the magnitude as it is, the published DTLN's (the "
+                     "authors' 500-h DNS-Challenge weights, components/models/published.py) and so the packaged "
+                     "`pretrained`'s; log_norm: the log magnitude through an instant layer norm (DTLN_norm), the "
+                     "project's own weights of R1 to R10 and the models pushed with them")
     warm_start: str = setting(
         "", "denoiser weights to start from instead of random ones: a pushed model (or its "
-            "assets/denoiser.weights.h5), or `pretrained`, the project's own DTLN trained on real recordings "
-            "(components/models/pretrained/MODEL_CARD.md: design dtln, default sizes); the design and sizes "
-            "must be these settings'. Not used when the Trainer resumes from a checkpoint")
+            "assets/denoiser.weights.h5), or `pretrained`, the packaged DTLN: the authors' published 500-h "
+            "weights (components/models/pretrained/MODEL_CARD.md: design dtln, default sizes and dtln_input); the "
+            "design, sizes and dtln_input must be these settings'. Not used when the Trainer resumes from a "
+            "checkpoint")
     trainable: Bool = setting(
         True, "off: the denoiser's weights stay as warm_start gives them and only the classifier trains, on "
               "its output (the way a pretrained front end is kept, like wav2vec2's frozen feature encoder): a "
