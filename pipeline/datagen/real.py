@@ -45,7 +45,7 @@ import numpy as np
 import soundfile
 import soxr
 
-from pipeline.checksums import sha256_file
+from components.checksums import sha256_file
 
 logger = logging.getLogger(__name__)
 

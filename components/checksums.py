@@ -1,5 +1,5 @@
 """A file's SHA-256, read in 1 MiB blocks: the pins of the fetched packages and jars
-(pipeline/datagen/real.py, pipeline/job_servers.py). Written here: Python 3.10 has no
+(pipeline/datagen/real.py, pipeline/job_servers.py, components/models/published.py). Written here: Python 3.10 has no
 `hashlib.file_digest` (3.11)."""
 from __future__ import annotations
 
