@@ -1,5 +1,6 @@
-"""Benchmark: the denoiser's size and real-time factor on one CPU core, for each mask
-kind, and, with --model, the pushed model's whole-recording `denoise_wav` signature.
+"""Benchmark: the denoiser's size and real-time factor on one CPU core: the demo config's
+design (DTLN) and the conv + BiGRU design with each mask kind, and, with --model, the pushed
+model's whole-recording `denoise_wav` signature.
 
     .venv/bin/python -m benchmarks.denoiser_speed [--seconds 60] [--rounds 3] \
         [--model outputs/demo/serving] [--out benchmarks/RESULTS-denoiser_speed.md]
@@ -27,16 +28,16 @@ from benchmarks.report import publish  # noqa: E402
 from components import features  # noqa: E402
 from components.audio import wav_io  # noqa: E402
 from components.config import load_config  # noqa: E402
-from components.models.denoiser import Denoiser  # noqa: E402
+from components.models.denoiser import build_denoiser  # noqa: E402
 
 tf.config.threading.set_intra_op_parallelism_threads(1)
 tf.config.threading.set_inter_op_parallelism_threads(1)
 
 
-def _denoiser_case(mask: str, seconds: float):
-    """(callable, parameters) for the demo config's denoiser with `mask`, on one waveform."""
-    cfg = dataclasses.replace(load_config("pipeline/configs/demo.yaml").trainer.denoiser, mask=mask)
-    denoiser = Denoiser(cfg)
+def _denoiser_case(seconds: float, **changes):
+    """(callable, parameters) for the demo config's denoiser with `changes`, on one waveform."""
+    cfg = dataclasses.replace(load_config("pipeline/configs/demo.yaml").trainer.denoiser, **changes)
+    denoiser = build_denoiser(cfg)
     audio = tf.random.normal([1, int(seconds * features.SAMPLE_RATE)], seed=0)
     run = tf.function(lambda x: denoiser(x))
     run(audio)
@@ -59,8 +60,9 @@ def main():
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
 
-    cases = {f"denoiser, {mask} mask (demo config)": _denoiser_case(mask, args.seconds)
-             for mask in ("magnitude", "complex")}
+    cases = {"denoiser, DTLN (demo config)": _denoiser_case(args.seconds)}
+    cases.update({f"denoiser, conv + BiGRU, {mask} mask": _denoiser_case(args.seconds, design="conv_bigru", mask=mask)
+                  for mask in ("magnitude", "complex")})
     if args.model:
         cases[f"denoise_wav of {pushed_model(args.model)}"] = _signature_case(args.model, args.seconds)
     times = {name: [] for name in cases}
