@@ -70,7 +70,8 @@ def main():
     whole_recordings.add_arguments(parser)
     args = parser.parse_args()
     methods, note = whole_recordings.methods_with(args.model, args.attenuation_limit,
-                                                  not args.without_baselines, args.published_dtln)
+                                                  not args.without_baselines, args.published_dtln,
+                                                  args.front_end)
     clean_recordings = recordings(args.seed, args.voices)
     scores, seconds, wall = whole_recordings.score(mixtures(clean_recordings, args.seed), methods)
     kinds = heldout_data.HELDOUT_NOISE_KINDS

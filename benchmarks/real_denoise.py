@@ -104,7 +104,8 @@ def main():
     whole_recordings.add_arguments(parser)
     args = parser.parse_args()
     methods, note = whole_recordings.methods_with(args.model, args.attenuation_limit,
-                                                  not args.without_baselines, args.published_dtln)
+                                                  not args.without_baselines, args.published_dtln,
+                                                  args.front_end)
     clean = recordings(os.path.join(args.data, "speech_test"), args.part, args.per_source)
     noise = noises(os.path.join(args.data, "noise_test"), args.part)
     if not clean or not noise:

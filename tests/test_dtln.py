@@ -1,5 +1,7 @@
 """DTLN (components/models/dtln.py): causal with one frame of latency, the paper's size, any length in
 and out, every weight trained by the SNR loss, and float32 out under mixed precision."""
+import dataclasses
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -18,15 +20,56 @@ def test_the_design_setting_builds_dtln():
     assert not isinstance(build_denoiser(DenoiserConfig(enabled=True)), DTLN)
 
 
-def test_output_before_a_change_of_the_input_stays_the_same_up_to_one_frame():
-    denoiser = build_denoiser(CFG)
+def _changed_after(x, t):
+    return tf.concat([x[:, :t], tf.random.normal([2, 12000 - t], seed=2)], axis=1)
+
+
+@pytest.mark.parametrize("warmup_seconds", [0.0, 0.25])
+def test_output_before_a_change_of_the_input_stays_the_same_up_to_one_frame(warmup_seconds):
+    """Causal, with one frame of latency; with a warm-up, from the end of its lead-in on (t is past 0.25 s)."""
+    denoiser = build_denoiser(dataclasses.replace(CFG, dtln_warmup_seconds=warmup_seconds))
     x = tf.random.normal([2, 12000], seed=1)
     t = 7000
-    changed = tf.concat([x[:, :t], tf.random.normal([2, 12000 - t], seed=2)], axis=1)
-    before, after = denoiser(x), denoiser(changed)
+    before, after = denoiser(x), denoiser(_changed_after(x, t))
     latency = CFG.frame_length - 1
     np.testing.assert_array_equal(before[:, :t - latency], after[:, :t - latency])  # the past: untouched
     assert float(tf.reduce_max(tf.abs(before[:, t:] - after[:, t:]))) > 1e-3  # the changed part: changed
+
+
+def test_the_warm_up_reads_ahead_inside_its_lead_in_only():
+    """The stated cost of the warm-up: the first warmup_seconds of a stream wait for their audio."""
+    warm = build_denoiser(dataclasses.replace(CFG, dtln_warmup_seconds=0.25))
+    cold = build_denoiser(dataclasses.replace(CFG, dtln_warmup_seconds=0.0))
+    warm(tf.zeros([1, 1024]))
+    cold(tf.zeros([1, 1024]))
+    cold.set_weights(warm.get_weights())
+    x = tf.random.normal([2, 12000], seed=1)
+    t = 3000  # inside the 4,000-sample lead-in
+    assert float(tf.reduce_max(tf.abs(warm(x)[:, :t // 2] - warm(_changed_after(x, t))[:, :t // 2]))) > 1e-4
+    np.testing.assert_array_equal(cold(x)[:, :t // 2], cold(_changed_after(x, t))[:, :t // 2])
+
+
+def test_the_magnitude_input_is_brought_to_its_level_and_back():
+    at_level = build_denoiser(dataclasses.replace(CFG, dtln_input="magnitude", dtln_level_dbfs=-25.0))
+    as_given = build_denoiser(dataclasses.replace(CFG, dtln_input="magnitude", dtln_level_dbfs=None))
+    at_level(tf.zeros([1, 1024]))
+    as_given(tf.zeros([1, 1024]))
+    as_given.set_weights(at_level.get_weights())
+    x = tf.random.normal([2, 8000], seed=7)
+    gain = 10.0 ** (-25.0 / 20.0)
+    np.testing.assert_allclose(at_level(x).numpy(), (as_given(x * gain) / gain).numpy(), rtol=1e-4, atol=1e-4)
+    assert float(tf.reduce_max(tf.abs(at_level(x) - as_given(x)))) > 1e-3  # the level matters to these weights
+
+
+def test_the_log_norm_input_ignores_the_level():
+    cfg = dataclasses.replace(CFG, dtln_input="log_norm")
+    one, other = build_denoiser(dataclasses.replace(cfg, dtln_level_dbfs=-25.0)), build_denoiser(
+        dataclasses.replace(cfg, dtln_level_dbfs=None))
+    one(tf.zeros([1, 1024]))
+    other(tf.zeros([1, 1024]))
+    other.set_weights(one.get_weights())
+    x = tf.random.normal([1, 8000], seed=8)
+    np.testing.assert_array_equal(one(x).numpy(), other(x).numpy())
 
 
 def test_about_a_million_parameters_as_in_the_paper():

@@ -119,6 +119,17 @@ class DenoiserConfig:
                      "authors' 500-h DNS-Challenge weights, components/models/published.py) and so the packaged "
                      "`pretrained`'s; log_norm: the log magnitude through an instant layer norm (DTLN_norm), the "
                      "project's own weights of R1 to R10 and the models pushed with them")
+    dtln_level_dbfs: Optional[Float] = setting(
+        -30.0, "dtln with dtln_input magnitude (level-dependent; log_norm is not): the unit-std audio it gets is "
+               "brought to this RMS level in dBFS before it, and back after. The published weights were trained on "
+               "DNS-Challenge mixtures of -35 to -15 dBFS; fed at unit std, 30 dB above, they remove less. -30 was "
+               "chosen on the keyword validation part from -30, -25, -20 and unit std (docs/generalization.md). "
+               "null: as it comes")
+    dtln_warmup_seconds: NonNegative = setting(
+        0.5, "dtln: its LSTM states, which start from zero, are first run over a mirrored lead-in of this many "
+             "seconds (the input's start, time-reversed; its output cut off), so a short clip is not over before "
+             "they have adapted to its noise. Costs this much more audio per call, and the first this-many seconds "
+             "of a stream wait for their audio (causal after that); 0: none, strictly causal")
     warm_start: str = setting(
         "", "denoiser weights to start from instead of random ones: a pushed model (or its "
             "assets/denoiser.weights.h5), or `pretrained`, the packaged DTLN: the authors' published 500-h "

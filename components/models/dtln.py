@@ -8,10 +8,12 @@ it is a published, real-time design in this stack's own framework. Two stages, f
 2. Those frames -> a learned encoding (a 1x1 convolution) -> instant layer norm -> two LSTM layers
    -> a [0, 1] gain on the encoding -> a learned decoding back to frames -> overlap-add.
 
-Every layer looks at the current and past frames only, so the latency is one frame (32 ms). Both of the
+Every layer looks at the current and past frames only, so the latency is one frame (32 ms), after the first
+`dtln_warmup_seconds` of a stream: the states are first warmed on that stretch, time-reversed. Both of the
 authors' variants: the normalized input (DTLN_norm: instant layer norm of the log magnitude; `dtln_input:
 log_norm`), the project's own from R1 on, since call levels vary; and the magnitude as it is (`magnitude`), the
-published 500-h model's. Works on [B, samples] waveforms of any length, like `denoiser.Denoiser`.
+published 500-h model's, which is level-dependent and so gets its unit-variance input at `dtln_level_dbfs`. Works
+on [B, samples] waveforms of any length, like `denoiser.Denoiser`.
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ import tensorflow as tf
 import tf_keras as keras
 
 from components.config import DenoiserConfig
+from components.features import SAMPLE_RATE
 
 
 def _separation(units: int, size: int, name: str) -> keras.Sequential:
@@ -44,11 +47,23 @@ class DTLN(keras.Model):
 
     def call(self, waveform: tf.Tensor, training: bool = False) -> tf.Tensor:
         cfg = self.cfg
+        waveform = tf.cast(waveform, tf.float32)
+        samples = tf.shape(waveform)[1]
+        # The LSTMs start from zero states: warmed on a mirrored lead-in (the input's start, time-reversed, so the
+        # joint is continuous: the reflect padding torch.stft's center=True uses at edges), its output cut off.
+        lead = tf.maximum(tf.minimum(int(round(cfg.dtln_warmup_seconds * SAMPLE_RATE)), samples - 1), 0)
+        waveform = tf.concat([tf.reverse(waveform[:, 1:lead + 1], axis=[1]), waveform], axis=1)
+        # The Transform's unit-std audio is brought to the level the weights were trained at, and back after.
+        gain = 1.0 if cfg.dtln_level_dbfs is None or self.norm_1 is not None else 10.0 ** (cfg.dtln_level_dbfs / 20.0)
+        return self._enhance(waveform * gain, training)[:, lead:] / gain
+
+    def _enhance(self, waveform: tf.Tensor, training: bool) -> tf.Tensor:
+        cfg = self.cfg
         samples = tf.shape(waveform)[1]
         # Padded by a frame less one hop at the start (each output sample then lies under full frames)
         # and to whole frames at the end; the output is cut back to the input's samples.
         pad = cfg.frame_length - cfg.frame_step
-        x = tf.pad(tf.cast(waveform, tf.float32), [[0, 0], [pad, pad]])
+        x = tf.pad(waveform, [[0, 0], [pad, pad]])
         frames = tf.signal.frame(x, cfg.frame_length, cfg.frame_step, pad_end=True)  # [B, F, frame_length]
         spectrum = tf.signal.rfft(frames)
         magnitude = tf.abs(spectrum)
