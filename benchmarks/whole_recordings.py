@@ -74,13 +74,20 @@ def add_arguments(parser) -> None:
     parser.add_argument("--out", default=None, help="the results file (benchmarks/RESULTS-<benchmark>.md)")
 
 
+def pcm16(audio: np.ndarray) -> np.ndarray:
+    """`audio` clipped to [-1, 1] and rounded to 16-bit PCM, as the served signatures take and give it."""
+    return np.round(np.clip(audio, -1.0, 1.0) * 32767.0).astype(np.float32) / 32768.0  # libsndfile and TF both
+
+
 def front_end(config: str, overrides: Sequence[str]) -> Method:
     """The configuration's denoiser (trainer.denoiser, `KEY=VALUE` overrides of it) with its warm_start weights,
-    on the recording normalized to zero mean and unit variance and scaled back: the served `denoise_wav` less the
-    attenuation limit, for tuning the denoiser's serving settings before a model is trained with them."""
+    on the recording as 16-bit PCM normalized as the Transform normalizes it, scaled back and rounded to 16-bit PCM:
+    the served `denoise_wav` less the attenuation limit (which it applies before the rounding), for tuning the
+    denoiser's serving settings before a model is trained with them."""
     from components.config import load_config  # pylint: disable=import-outside-toplevel
     from components.models import denoiser_weights  # pylint: disable=import-outside-toplevel
     from components.models.denoiser import build_denoiser  # pylint: disable=import-outside-toplevel
+    from components.transform import preprocessing  # pylint: disable=import-outside-toplevel
     cfg = load_config(config, [f"trainer.denoiser.{item}" for item in overrides]).trainer.denoiser
     if not cfg.warm_start:
         raise SystemExit(f"--front-end {config}: trainer.denoiser.warm_start is empty, so there are no weights to run")
@@ -90,9 +97,9 @@ def front_end(config: str, overrides: Sequence[str]) -> Method:
     run = tf.function(lambda x: denoiser(x, training=False), input_signature=[tf.TensorSpec([1, None], tf.float32)])
 
     def enhance(noisy: np.ndarray, sr: int) -> np.ndarray:
-        mean = float(np.mean(noisy))
-        std = float(np.sqrt(np.var(noisy) + 1e-8))  # preprocessing.normalize's
-        return run(tf.constant((noisy - mean)[None] / std, tf.float32)).numpy()[0] * std + mean
+        audio = tf.constant(pcm16(noisy)[None])  # what denoise_wav decodes
+        normalized, mean, std = preprocessing.normalize(audio)
+        return pcm16(run(normalized).numpy()[0] * float(std[0, 0]) + float(mean[0, 0]))
 
     return enhance
 

@@ -49,6 +49,17 @@ def test_the_warm_up_reads_ahead_inside_its_lead_in_only():
     np.testing.assert_array_equal(cold(x)[:, :t // 2], cold(_changed_after(x, t))[:, :t // 2])
 
 
+def test_the_warm_up_is_the_cold_model_on_the_reflected_start_cut_off():
+    warm = build_denoiser(dataclasses.replace(CFG, dtln_warmup_seconds=0.25))
+    cold = build_denoiser(dataclasses.replace(CFG, dtln_warmup_seconds=0.0))
+    warm(tf.zeros([1, 1024]))
+    cold(tf.zeros([1, 1024]))
+    cold.set_weights(warm.get_weights())
+    x = np.random.default_rng(9).standard_normal([2, 9000]).astype(np.float32)
+    reflected = np.pad(x, [(0, 0), (4000, 0)], mode="reflect")  # x[4000:0:-1], then x
+    np.testing.assert_allclose(warm(x).numpy(), cold(reflected).numpy()[:, 4000:], atol=1e-5)
+
+
 def test_the_magnitude_input_is_brought_to_its_level_and_back():
     at_level = build_denoiser(dataclasses.replace(CFG, dtln_input="magnitude", dtln_level_dbfs=-25.0))
     as_given = build_denoiser(dataclasses.replace(CFG, dtln_input="magnitude", dtln_level_dbfs=None))
@@ -78,7 +89,7 @@ def test_about_a_million_parameters_as_in_the_paper():
     assert 0.9e6 < denoiser.count_params() < 1.1e6  # DTLN: 0.99 M (Westhausen & Meyer 2020, Table 1)
 
 
-@pytest.mark.parametrize("samples", [1, 127, 513, 16001])
+@pytest.mark.parametrize("samples", [0, 1, 2, 127, 513, 16001])
 def test_any_length_comes_back_at_its_length(samples):
     assert build_denoiser(CFG)(tf.random.normal([1, samples], seed=3)).shape == (1, samples)
 

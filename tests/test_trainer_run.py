@@ -425,3 +425,11 @@ def test_the_attenuation_limit_mixes_the_noisy_input_back_in_every_served_output
     noisy_wav = wav_io.decode_to_mono_16k(_value(raw[0], features.AUDIO))
     np.testing.assert_allclose(samples(served[10.0][1]), (1 - share) * samples(served[None][1]) + share * noisy_wav,
                                atol=3 / 32768)  # PCM16 rounding of three signals
+
+    # The benchmarks' --front-end (a configuration's denoiser without a trained model) computes what denoise_wav serves
+    from benchmarks import whole_recordings
+    from components.models import denoiser_weights
+    weights = denoiser_weights.save(model.denoiser, str(tmp_path / "front-end"))
+    front_end = whole_recordings.front_end(None, ["enabled=true", "design=dtln", "lstm_units=8", "encoder_size=16",
+                                                  f"warm_start={weights}"])
+    np.testing.assert_allclose(front_end(noisy_wav, 16000), samples(served[None][1]), atol=2 / 32768)

@@ -136,7 +136,9 @@ def weights(model_dir: str) -> Dict[str, List[np.ndarray]]:
 
 def to_keras(model_dir: str, cfg=None):
     """`DTLN` with the authors' weights (cfg: a DenoiserConfig of design dtln, dtln_input magnitude and the
-    authors' sizes; the default one when None)."""
+    authors' sizes; the default one when None). With the defaults it expects unit-variance audio, as the pipeline
+    serves it (`dtln_level_dbfs`, `dtln_warmup_seconds`); the authors' own loop (`OnnxDTLN`) is these weights with
+    `dtln_level_dbfs: null` and `dtln_warmup_seconds: 0`, on audio at its own level."""
     import tensorflow as tf  # pylint: disable=import-outside-toplevel
 
     from components.config import DenoiserConfig  # pylint: disable=import-outside-toplevel
