@@ -39,3 +39,23 @@ def test_the_offsets_benchmark_puts_the_clip_at_its_offset_with_silence_before_a
     assert len(window) == 16000 and not window[:4800].any()
     np.testing.assert_array_equal(window[4800:], clip[:11200])  # its last 0.05 s past the window: cut
     np.testing.assert_array_equal(placed(clip, 0.0)[:12000], clip)
+
+
+def test_the_clips_benchmark_pairs_each_noisy_clip_with_its_reference_and_skips_the_clean_ones(tmp_path):
+    import numpy as np
+
+    from benchmarks.heldout_clips import mixtures
+    from components.audio import wav_io
+
+    clean, noisy = np.full(800, 0.1, np.float32), np.full(800, -0.2, np.float32)
+    (tmp_path / "yes").mkdir()
+    (tmp_path / "yes" / "a_clean.wav").write_bytes(wav_io.encode_pcm16_wav(clean))
+    (tmp_path / "yes" / "a_fan.wav").write_bytes(wav_io.encode_pcm16_wav(noisy))
+    (tmp_path / "metadata.csv").write_text(
+        "file_name,label,group,clean_file_name,noise_kind,snr_db,channel\n"
+        "yes/a_clean.wav,yes,v,,,,wideband\n"
+        "yes/a_fan.wav,yes,v,yes/a_clean.wav,fan,5.00,mobile\n")
+    (kind, snr, channel, x, ref), = list(mixtures(str(tmp_path)))
+    assert (kind, snr, channel) == ("fan", 5.0, "mobile")
+    np.testing.assert_allclose(x, noisy, atol=1e-4)
+    np.testing.assert_allclose(ref, clean, atol=1e-4)
