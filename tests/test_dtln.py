@@ -20,6 +20,15 @@ def test_the_design_setting_builds_dtln():
     assert not isinstance(build_denoiser(DenoiserConfig(enabled=True)), DTLN)
 
 
+def _twins(**changes):
+    """Two built DTLNs with the same weights: CFG with the first value of each changed setting, then the second."""
+    first, second = (build_denoiser(dataclasses.replace(CFG, **{k: v[i] for k, v in changes.items()})) for i in (0, 1))
+    first(tf.zeros([1, 1024]))
+    second(tf.zeros([1, 1024]))
+    second.set_weights(first.get_weights())
+    return first, second
+
+
 def _changed_after(x, t):
     return tf.concat([x[:, :t], tf.random.normal([2, 12000 - t], seed=2)], axis=1)
 
@@ -38,11 +47,7 @@ def test_output_before_a_change_of_the_input_stays_the_same_up_to_one_frame(warm
 
 def test_the_warm_up_reads_ahead_inside_its_lead_in_only():
     """The stated cost of the warm-up: the first warmup_seconds of a stream wait for their audio."""
-    warm = build_denoiser(dataclasses.replace(CFG, dtln_warmup_seconds=0.25))
-    cold = build_denoiser(dataclasses.replace(CFG, dtln_warmup_seconds=0.0))
-    warm(tf.zeros([1, 1024]))
-    cold(tf.zeros([1, 1024]))
-    cold.set_weights(warm.get_weights())
+    warm, cold = _twins(dtln_warmup_seconds=(0.25, 0.0))
     x = tf.random.normal([2, 12000], seed=1)
     t = 3000  # inside the 4,000-sample lead-in
     assert float(tf.reduce_max(tf.abs(warm(x)[:, :t // 2] - warm(_changed_after(x, t))[:, :t // 2]))) > 1e-4
@@ -50,22 +55,14 @@ def test_the_warm_up_reads_ahead_inside_its_lead_in_only():
 
 
 def test_the_warm_up_is_the_cold_model_on_the_reflected_start_cut_off():
-    warm = build_denoiser(dataclasses.replace(CFG, dtln_warmup_seconds=0.25))
-    cold = build_denoiser(dataclasses.replace(CFG, dtln_warmup_seconds=0.0))
-    warm(tf.zeros([1, 1024]))
-    cold(tf.zeros([1, 1024]))
-    cold.set_weights(warm.get_weights())
+    warm, cold = _twins(dtln_warmup_seconds=(0.25, 0.0))
     x = np.random.default_rng(9).standard_normal([2, 9000]).astype(np.float32)
     reflected = np.pad(x, [(0, 0), (4000, 0)], mode="reflect")  # x[4000:0:-1], then x
     np.testing.assert_allclose(warm(x).numpy(), cold(reflected).numpy()[:, 4000:], atol=1e-5)
 
 
 def test_the_magnitude_input_is_brought_to_its_level_and_back():
-    at_level = build_denoiser(dataclasses.replace(CFG, dtln_input="magnitude", dtln_level_dbfs=-25.0))
-    as_given = build_denoiser(dataclasses.replace(CFG, dtln_input="magnitude", dtln_level_dbfs=None))
-    at_level(tf.zeros([1, 1024]))
-    as_given(tf.zeros([1, 1024]))
-    as_given.set_weights(at_level.get_weights())
+    at_level, as_given = _twins(dtln_input=("magnitude", "magnitude"), dtln_level_dbfs=(-25.0, None))
     x = tf.random.normal([2, 8000], seed=7)
     gain = 10.0 ** (-25.0 / 20.0)
     np.testing.assert_allclose(at_level(x).numpy(), (as_given(x * gain) / gain).numpy(), rtol=1e-4, atol=1e-4)
@@ -73,12 +70,7 @@ def test_the_magnitude_input_is_brought_to_its_level_and_back():
 
 
 def test_the_log_norm_input_ignores_the_level():
-    cfg = dataclasses.replace(CFG, dtln_input="log_norm")
-    one, other = build_denoiser(dataclasses.replace(cfg, dtln_level_dbfs=-25.0)), build_denoiser(
-        dataclasses.replace(cfg, dtln_level_dbfs=None))
-    one(tf.zeros([1, 1024]))
-    other(tf.zeros([1, 1024]))
-    other.set_weights(one.get_weights())
+    one, other = _twins(dtln_input=("log_norm", "log_norm"), dtln_level_dbfs=(-25.0, None))
     x = tf.random.normal([1, 8000], seed=8)
     np.testing.assert_array_equal(one(x).numpy(), other(x).numpy())
 
