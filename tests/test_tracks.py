@@ -296,3 +296,21 @@ def test_stereo_calls_put_each_side_on_its_track_with_its_truth(stereo_calls):
             assert np.abs(clean[outside, track]).max() == 0.0
         overtalk += float(row["overtalk_s"])
     assert overtalk > 0  # some turns start before the other side has finished
+
+
+def test_calls_per_voice_gives_each_customer_voice_every_intent(tmp_path):
+    """With calls_per_voice=3 a customer voice (the split's group) makes three calls, one of each intent,
+    so that the voice does not give the intent away; with the default each call has a voice of its own."""
+    per_voice = {}
+    for k in (1, 3):
+        out = tmp_path / f"k{k}"
+        demo_calls.generate(str(out / "audio"), str(out / "noise"), num_calls=3, min_seconds=8.0, max_seconds=12.0,
+                            seed=3, stereo=True, calls_per_voice=k)
+        groups = {r["file_name"]: r["group"] for r in read_rows(out / "audio" / "metadata.csv")}
+        intents = {r["file_name"]: r["customer_label"] for r in read_rows(out / "audio" / demo_calls.TRUTH_FILE)}
+        per_voice[k] = {g: sorted(intents[n] for n in groups if groups[n] == g) for g in set(groups.values())}
+    assert len(per_voice[1]) == 3
+    assert list(per_voice[3].values()) == [sorted(demo_calls.INTENTS)]
+    with pytest.raises(ValueError, match="calls_per_voice"):
+        demo_calls.generate(str(tmp_path / "bad"), str(tmp_path / "bad_noise"), num_calls=1, stereo=True,
+                            calls_per_voice=0)

@@ -146,23 +146,33 @@ def _assemble(calls: List[SimpleNamespace], pool: ThreadPoolExecutor) -> None:
 
 def generate(out: str, noise_out: str, num_calls: int = 40, min_seconds: float = 10.0,
              max_seconds: float = 120.0, snr_range: Tuple[float, float] = (0.0, 20.0), seed: int = 0,
-             workers: int = 4, stereo: bool = False) -> dict:
+             workers: int = 4, stereo: bool = False, calls_per_voice: int = 1) -> dict:
     """Writes the calls data set; the same arguments always write the same files. With `stereo`, see
-    `_write_stereo`."""
+    `_write_stereo`. With `calls_per_voice` k > 1 (stereo), each customer voice makes k consecutive calls,
+    each of another intent, so a voice does not tell the intent and a classifier must learn what is said
+    (with one call per voice and one intent per call, the voice alone separates the training calls'
+    intents; the voice is the split's group, so a voice's calls stay in one split)."""
     if not 0 < min_seconds <= max_seconds:
         raise ValueError(f"need 0 < min_seconds <= max_seconds, got {min_seconds}, {max_seconds}")
-    voices = speakers(min(num_calls, _MAX_VOICES) + _AGENTS, seed)
+    if calls_per_voice < 1:
+        raise ValueError(f"need calls_per_voice >= 1, got {calls_per_voice}")
+    voices = speakers(min(math.ceil(num_calls / calls_per_voice), _MAX_VOICES) + _AGENTS, seed)
     agents, spk = voices[:_AGENTS], voices[_AGENTS:]
     calls = []
     for i in range(num_calls):
         rng = mixing.rng_for(seed, f"plan/call_{i:04d}")
         target, lead = int(rng.uniform(min_seconds, max_seconds) * SR), _samples(rng, *_EDGE_S)
+        intent = None
+        if stereo:
+            intent = INTENTS[int(rng.integers(len(INTENTS)))]
+            if calls_per_voice > 1:  # the voice's k calls rotate through the intents, from a voice's own start
+                intent = INTENTS[(i + i // calls_per_voice) % len(INTENTS)]
         calls.append(SimpleNamespace(  # _fft_friendly may lengthen the trailing silence by _FFT_SLACK
-            id=f"call_{i:04d}", rng=rng, voice=spk[i % len(spk)], agent=agents[i % _AGENTS], target=target,
+            id=f"call_{i:04d}", rng=rng, voice=spk[(i // calls_per_voice) % len(spk)], agent=agents[i % _AGENTS], target=target,
             length=lead,
             trail=_samples(rng, _EDGE_S[0], _EDGE_S[1] - _FFT_SLACK / SR), pieces=[np.zeros(lead, np.float32)],
             spans=[], planned=0, misses=0, stereo=stereo,
-            intent=INTENTS[int(rng.integers(len(INTENTS)))] if stereo else None))
+            intent=intent))
     with ThreadPoolExecutor(workers) as pool:  # espeak-ng runs as a subprocess
         talkers = list(pool.map(lambda i: speak(BABBLE_TEXT[i], spk[i % len(spk)][1], 160, 50),
                                 range(len(BABBLE_TEXT))))
@@ -270,9 +280,13 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--stereo", action="store_true",
                         help="two-track calls: agent on track 0, customer on track 1 (see _write_stereo)")
+    parser.add_argument("--calls-per-voice", type=int, default=1,
+                        help="with --stereo: calls each customer voice makes, each of another intent")
     args = parser.parse_args()
+    if args.calls_per_voice > 1 and not args.stereo:
+        parser.error("--calls-per-voice needs --stereo (only stereo calls have intents)")
     counts = generate(args.out, args.noise_out, args.calls, args.min_seconds, args.max_seconds, seed=args.seed,
-                      stereo=args.stereo)
+                      stereo=args.stereo, calls_per_voice=args.calls_per_voice)
     print(f"calls data: {counts['calls']} calls, {counts['seconds']} s, {counts['sentences']} sentences, "
           f"{counts['labels']} labels, {counts['voices']} customer voices in {args.out}; noise in {args.noise_out}")
 
