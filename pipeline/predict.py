@@ -166,7 +166,8 @@ def _labelled(model: RecordingModel, path: str, track: Optional[int], spool, wri
             row["speech"] = round(window.speech, 3)
         spool_writer.writerow(row)
     mean = aggregate.mean()
-    label = writers.labels[int(np.argmax(mean))]
+    others = [r for r in writers.roles or [] if r != extra.get("role")]  # what this track's side is not
+    label = aggregate.label(writers.labels, ruled_out=others)
     return {"file": path, **extra, "windows": count, "label": label,
             **dict(zip(writers.labels, map(float, mean)))}, heard, label
 

@@ -64,3 +64,16 @@ def test_chunked_output_of_a_10_minute_recording_matches_the_one_shot_output(tmp
     assert np.abs(one_shot - stored).mean() > 0.01  # the denoiser really changes the audio
     error_db = 10 * np.log10(np.mean(one_shot ** 2) / np.mean((chunked - one_shot) ** 2))
     assert error_db > 55.0, f"chunked output differs from one-shot by {error_db:.1f} dB"
+
+
+def test_a_tracks_label_leaves_out_the_other_roles_unless_nothing_else_is_left():
+    """On the customer's track, `agent` (the other track's role) is not a label its side can have: the
+    most probable of the rest is the track's label, and the mean probabilities stay what they are."""
+    labels = ["agent", "billing", "delivery"]
+    aggregate = recording.Aggregate()
+    for probabilities, speech in (([0.6, 0.1, 0.3], 1.0), ([0.5, 0.3, 0.2], 0.5), ([0.9, 0.1, 0.0], 0.0)):
+        aggregate.add(recording.WindowResult(0.0, 1.0, "", np.array(probabilities), speech))
+    np.testing.assert_allclose(aggregate.mean(), [(0.6 + 0.25) / 1.5, (0.1 + 0.15) / 1.5, (0.3 + 0.1) / 1.5])
+    assert aggregate.label(labels) == "agent"
+    assert aggregate.label(labels, ruled_out=["agent"]) == "delivery"
+    assert aggregate.label(labels, ruled_out=labels) == "agent"  # nothing left: the plain most probable

@@ -82,6 +82,14 @@ class Aggregate:
             total, weight = self._sums[False]
         return total / weight
 
+    def label(self, labels: Sequence[str], ruled_out: Sequence[str] = ()) -> str:
+        """The most probable of `labels` on the mean, leaving out `ruled_out` (on a call's track: the
+        names of the other tracks' roles, which this track's side cannot be, e.g. `agent` on the
+        customer's track, where only crosstalk or a confusion puts it) unless they are all there is."""
+        mean = self.mean()
+        allowed = [i for i, name in enumerate(labels) if name not in set(ruled_out)] or range(len(labels))
+        return labels[max(allowed, key=lambda i: mean[i])]
+
 
 def window_starts(duration_s: float, window_s: float, hop_s: float,
                   min_window_s: float = 0.0) -> List[Tuple[float, float]]:

@@ -280,7 +280,7 @@ def calls_against_truth(config: PipelineConfig, recording: RecordingModel, sourc
             for window in recording.windows(path, roles.index("customer"), refuse_silent=False,
                                             vad_aggressiveness=config.calls.vad_aggressiveness):
                 aggregate.add(window)
-            label = recording.labels[int(np.argmax(aggregate.mean()))]
+            label = aggregate.label(recording.labels, ruled_out=[r for r in roles if r != "customer"])
             row["customer_label"], row["customer_label_truth"] = label, want["customer_label"]
         rows.append(row)
     if not rows:
