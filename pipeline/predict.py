@@ -30,7 +30,6 @@ import shutil
 import tempfile
 from typing import Iterable, List, Optional, Sequence, Tuple
 
-import numpy as np
 import tqdm
 
 from components.audio.wav_io import AudioError, AudioFile

@@ -20,7 +20,9 @@ if [ "$demo" = calls ]; then
 fi
 if [ "$demo" = calls-stereo ]; then
   rm -rf data/calls_stereo data/calls_stereo_noise
-  .venv/bin/python -m pipeline.datagen.calls --stereo --out data/calls_stereo --noise-out data/calls_stereo_noise
+  # three calls per customer voice, one of each intent: the voice does not give the intent away
+  .venv/bin/python -m pipeline.datagen.calls --stereo --calls 60 --calls-per-voice 3 --out data/calls_stereo \
+    --noise-out data/calls_stereo_noise
   exec .venv/bin/tfx-audio run --config pipeline/configs/calls_stereo.yaml "$@"
 fi
 rm -rf data/demo data/demo_noise data/demo_heldout

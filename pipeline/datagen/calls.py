@@ -168,8 +168,8 @@ def generate(out: str, noise_out: str, num_calls: int = 40, min_seconds: float =
             if calls_per_voice > 1:  # the voice's k calls rotate through the intents, from a voice's own start
                 intent = INTENTS[(i + i // calls_per_voice) % len(INTENTS)]
         calls.append(SimpleNamespace(  # _fft_friendly may lengthen the trailing silence by _FFT_SLACK
-            id=f"call_{i:04d}", rng=rng, voice=spk[(i // calls_per_voice) % len(spk)], agent=agents[i % _AGENTS], target=target,
-            length=lead,
+            id=f"call_{i:04d}", rng=rng, voice=spk[(i // calls_per_voice) % len(spk)], agent=agents[i % _AGENTS],
+            target=target, length=lead,
             trail=_samples(rng, _EDGE_S[0], _EDGE_S[1] - _FFT_SLACK / SR), pieces=[np.zeros(lead, np.float32)],
             spans=[], planned=0, misses=0, stereo=stereo,
             intent=intent))
