@@ -28,7 +28,9 @@ def test_stereo_calls_run_track_by_track_and_predict_writes_call_figures(stereo_
     data, counts = stereo_calls
     config = load_config("pipeline/configs/calls_stereo.yaml", [
         f"data.input_base={data}", f"output_dir={tmp_path / 'out'}", "name=calls-stereo-e2e", "beam_args=[]",
-        "data.split_buckets={train: 6, eval: 2, test: 2}", "trainer.epochs=3", "evaluator.min_accuracy=0.0"])
+        "data.split_buckets={train: 6, eval: 2, test: 2}", "trainer.epochs=3",
+        # the pipeline's track-by-track path, not the shipped backbone (tests/test_bc_resnet.py), is under test
+        "trainer.backbone=logmel_cnn", "evaluator.min_accuracy=0.0"])
     run = _run(config)
     assert all(state == "COMPLETE" for state in run.node_states.values()), run.node_states
     examples = run.artifacts["WavExampleGen"]["examples"][0]
