@@ -122,7 +122,7 @@ def test_the_double_threshold_keeps_runs_over_the_low_margin_that_reach_the_high
 
 def test_a_lower_margin_above_the_higher_is_refused():
     with pytest.raises(ValueError, match="floor_low_margin_db"):
-        load_config("pipeline/configs/calls_stereo.yaml", ["calls.floor_low_margin_db=15"])
+        load_config("pipeline/configs/calls_stereo.yaml", ["calls.floor_margin_db=12", "calls.floor_low_margin_db=15"])
 
 
 def test_a_track_reads_one_channel_and_every_track_blocks_keep_them_apart(tmp_path):
