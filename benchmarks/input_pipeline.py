@@ -66,10 +66,11 @@ def write_clips(base: str, clips: int, seed: int = 0) -> None:
         soundfile.write(os.path.join(base, label, f"clip{i:06d}.wav"), noisy, RATE, subtype="PCM_16")
 
 
-def overrides(base: str, out: str, backbone: str, wav2vec2: str) -> list:
+def overrides(base: str, out: str, backbone: str, wav2vec2: str, max_steps: int = 0) -> list:
     settings = [f"data.input_base={base}", f"output_dir={out}", "name=bench-input", "features.clip_seconds=10",
                 "data.max_duration_s=60", f"trainer.backbone={backbone}", "trainer.objective=classify",
                 "trainer.denoiser.enabled=false", "trainer.epochs=2", "trainer.log_every_steps=1",
+                f"trainer.max_steps={max_steps or 'null'}",
                 "trainer.grad_accum_steps=1", "evaluator.min_si_snr_improvement_db=null", "report.enabled=false",
                 "enable_cache=true", "beam_args=[]"]
     if backbone == "wav2vec2":
@@ -237,6 +238,10 @@ def main():
                         help="runs of each variant (interleaved); the median is reported")
     parser.add_argument("--wav2vec2", choices=("tiny", "base"), default="tiny",
                         help="the wav2vec2 shape for the input-wait run (random weights)")
+    parser.add_argument("--train-steps", type=int, default=0,
+                        help="the pipeline runs' Trainer stops after this many steps (trainer.max_steps; 0: its 2 "
+                             "epochs): at 50,000 clips 2 epochs of the real step take hours here, and the input wait "
+                             "is read per step")
     parser.add_argument("--work", help="working folder (default: a temporary one)")
     parser.add_argument("--out")
     parser.add_argument("--child", nargs=6, metavar=("VARIANT", "EXAMPLES", "GRAPH", "WAVS", "EPOCHS", "BATCH"),
@@ -250,7 +255,7 @@ def main():
     base, out = os.path.join(work, "clips"), os.path.join(work, "out")
     if not os.path.isdir(base):
         write_clips(base, args.clips)
-    runs = {"logmel_cnn": run_pipeline(overrides(base, out, "logmel_cnn", args.wav2vec2))}
+    runs = {"logmel_cnn": run_pipeline(overrides(base, out, "logmel_cnn", args.wav2vec2, args.train_steps))}
     wavs = os.path.join(work, "train_wavs.json")
     with open(wavs, "w") as f:
         json.dump(_train_sources(runs["logmel_cnn"]["examples"], base), f)
@@ -262,7 +267,7 @@ def main():
             trials[v].append(_measure(v, runs["logmel_cnn"]["examples"], runs["logmel_cnn"]["graph"], wavs,
                                       args.epochs, args.batch))
     results = {v: sorted(ts, key=_total_s)[len(ts) // 2] for v, ts in trials.items()}
-    runs[f"wav2vec2 ({args.wav2vec2})"] = run_pipeline(overrides(base, out, "wav2vec2", args.wav2vec2))
+    runs[f"wav2vec2 ({args.wav2vec2})"] = run_pipeline(overrides(base, out, "wav2vec2", args.wav2vec2, args.train_steps))
 
     n = results[VARIANTS[0]]["examples"]
     loop_s = _total_s(results["python loop"])
@@ -279,7 +284,8 @@ def main():
     per_epoch = {v: " / ".join(f"{e['wall_s']:.2f}" for e in r["epochs"]) for v, r in results.items()}
     rows += ["", "Per epoch, s (the median runs): " + "; ".join(f"{v} {s}" for v, s in per_epoch.items())]
     rows += ["", "Input wait of the real training step (the Trainer's `input_wait_fraction`: time blocked on "
-             "the iterator / step time, per step; 2 epochs in a pipeline run):", "",
+             "the iterator / step time, per step; " + (f"the first {args.train_steps} steps (trainer.max_steps)"
+                                                        if args.train_steps else "2 epochs") + " in a pipeline run):", "",
              "| backbone | mean | mean after the first step | max | steps | examples/s (median) | pipeline run s |",
              "| --- |" + " --- |" * 6]
     for name, r in runs.items():

@@ -4,6 +4,7 @@ continuing where it stood), and the exported SavedModel's three signatures calle
 from a fresh process."""
 import dataclasses
 import json
+import math
 import os
 import signal
 import subprocess
@@ -101,6 +102,23 @@ def test_run_fn_logs_scalars_and_exports_signatures_that_serve_in_a_fresh_proces
     log_mel = np.array(run0["log_mel"])
     assert not np.any(np.all(log_mel == 0, axis=1)) and not np.any(np.all(log_mel == 0, axis=2))
     assert run0 == run1
+
+
+def test_max_steps_stops_training_there_with_the_learning_rate_decayed_to_zero(transformed, tmp_path):
+    _, input_dict = transformed
+    per_epoch = math.ceil(input_pipeline.split_size(_fn_args(input_dict).train_files).examples / 8)
+    steps = per_epoch + 2  # the second epoch cut short
+    config = _config(epochs=50, max_steps=steps, log_every_steps=1, checkpoint_every_steps=1000)
+    tfx_executors.run_trainer(input_dict, config, tmp_path / "model", tmp_path / "model_run")
+    events = event_accumulator.EventAccumulator(str(tmp_path / "model_run"), size_guidance={"tensors": 0})
+    events.Reload()
+    assert [e.step for e in events.Tensors("loss")] == list(range(1, steps + 1))
+    assert len(events.Tensors("eval_accuracy")) == 2  # the full epoch and the cut one, each evaluated
+    rates = [float(tf.make_ndarray(e.tensor_proto)) for e in events.Tensors("learning_rate")]
+    # The rate each step used: the linear decay reaches 0 at the cap, so the last step's is one decay step
+    # above 0 (without the cap it would still be near the peak, 3e-3).
+    warmup = max(1, int(config.trainer.warmup_ratio * steps))
+    assert rates[-1] == pytest.approx(config.trainer.learning_rate / (steps - warmup), rel=1e-5)
 
 
 def _fn_args(input_dict):

@@ -210,6 +210,9 @@ class TrainerConfig:
     bc_resnet_width: PositiveInt = setting(
         3, "bc_resnet: its width multiplier tau (BC-ResNet-tau; 3: about 50 k parameters, 8: about 320 k)")
     epochs: PositiveInt = setting(5, "passes over the training split")
+    max_steps: Optional[PositiveInt] = setting(
+        None, "stop after this many optimizer steps, the last epoch cut short (TFX's TrainArgs.num_steps; a "
+              "smoke run or a benchmark at a large corpus); the learning rate decays to 0 there. None: epochs decide")
     batch_size: PositiveInt = setting(32, "per replica; the global batch is this times the replicas")
     grad_accum_steps: PositiveInt = setting(4, "optimizer step every N batches")
     learning_rate: NonNegative = setting(3e-5, "0 freezes the weights (a deliberately broken model)")

@@ -101,6 +101,8 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
     train_examples = train_size.examples
     steps_per_epoch = max(1, math.ceil(train_examples / global_batch))
     total_steps = steps_per_epoch * tcfg.epochs
+    if tcfg.max_steps:
+        total_steps = min(total_steps, tcfg.max_steps)
     num_classes = tf_transform_output.vocabulary_size_by_name(features.LABEL_VOCAB)
 
     def build():
@@ -172,7 +174,8 @@ def _train(model, optimizer, train_step, dist_ds, evaluate, manager, log_dir, tc
         epoch = step // steps_per_epoch
         start, seen = time.time(), 0.0
         interval_start, waited = time.perf_counter(), 0.0  # time blocked on the input pipeline
-        for _ in range(steps_per_epoch - step % steps_per_epoch):  # fewer after a resume
+        # fewer after a resume, or in the last epoch with trainer.max_steps
+        for _ in range(min(steps_per_epoch - step % steps_per_epoch, total_steps - step)):
             before = time.perf_counter()
             batch = next(batches)
             waited += time.perf_counter() - before
