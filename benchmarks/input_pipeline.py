@@ -267,7 +267,8 @@ def main():
             trials[v].append(_measure(v, runs["logmel_cnn"]["examples"], runs["logmel_cnn"]["graph"], wavs,
                                       args.epochs, args.batch))
     results = {v: sorted(ts, key=_total_s)[len(ts) // 2] for v, ts in trials.items()}
-    runs[f"wav2vec2 ({args.wav2vec2})"] = run_pipeline(overrides(base, out, "wav2vec2", args.wav2vec2, args.train_steps))
+    runs[f"wav2vec2 ({args.wav2vec2})"] = run_pipeline(overrides(base, out, "wav2vec2", args.wav2vec2,
+                                                                  args.train_steps))
 
     n = results[VARIANTS[0]]["examples"]
     loop_s = _total_s(results["python loop"])
@@ -283,9 +284,9 @@ def main():
                     f"{', '.join(f'{c:.0f}' for c in r['epochs'][0]['cores_busy'])} | {r['peak_rss_mb']:.0f} |")
     per_epoch = {v: " / ".join(f"{e['wall_s']:.2f}" for e in r["epochs"]) for v, r in results.items()}
     rows += ["", "Per epoch, s (the median runs): " + "; ".join(f"{v} {s}" for v, s in per_epoch.items())]
+    read = f"the first {args.train_steps} steps (trainer.max_steps)" if args.train_steps else "2 epochs"
     rows += ["", "Input wait of the real training step (the Trainer's `input_wait_fraction`: time blocked on "
-             "the iterator / step time, per step; " + (f"the first {args.train_steps} steps (trainer.max_steps)"
-                                                        if args.train_steps else "2 epochs") + " in a pipeline run):", "",
+             f"the iterator / step time, per step; {read} in a pipeline run):", "",
              "| backbone | mean | mean after the first step | max | steps | examples/s (median) | pipeline run s |",
              "| --- |" + " --- |" * 6]
     for name, r in runs.items():
