@@ -80,7 +80,8 @@ def _sample(pid: int, samples: list, done: threading.Event) -> None:
                     total += proc.memory_info().rss
                 except psutil.Error:
                     pass
-            samples.append((time.time(), total))
+            cpu = psutil.cpu_times()  # the whole machine's: Flink's JVM and the pool's workers are no children
+            samples.append((time.time(), total, cpu.user + cpu.nice + cpu.system))
             time.sleep(0.5)
     except psutil.Error:
         pass
@@ -109,13 +110,16 @@ def run(verb: str, overrides: list) -> dict:
     components = {}
     for node, execution in result.executions.items():
         begin, end = execution.create_time_since_epoch / 1000, execution.last_update_time_since_epoch / 1000
-        during = [rss for t, rss in samples if begin - 0.5 <= t <= end + 0.5]
+        window = [(t, rss, busy) for t, rss, busy in samples if begin - 0.5 <= t <= end + 0.5]
+        during = [rss for _, rss, _ in window]
+        cores = ((window[-1][2] - window[0][2]) / (window[-1][0] - window[0][0])
+                 if len(window) > 1 and window[-1][0] > window[0][0] else float("nan"))
         folder = os.path.join(config.pipeline_root, node)
         disk = sum(os.path.getsize(os.path.join(d, f)) for d, _, files in os.walk(folder) for f in files)
         components[node] = {"wall_s": end - begin, "peak_rss_mb": max(during, default=0) / 2 ** 20,
-                            "disk_mb": disk / 2 ** 20}
+                            "disk_mb": disk / 2 ** 20, "cores_busy": cores}
     examples = result.artifacts["WavExampleGen"]["examples"][0]
-    return {"wall_s": wall, "peak_rss_mb": max((rss for _, rss in samples), default=0) / 2 ** 20,
+    return {"wall_s": wall, "peak_rss_mb": max((rss for _, rss, _ in samples), default=0) / 2 ** 20,
             "components": components, "examples": examples.custom_properties["num_examples"].int_value,
             "audio_s": examples.custom_properties["seconds_in_examples"].double_value}
 
@@ -188,7 +192,8 @@ def _workers_rows(work: str, sizes: list, epochs: int, runner: str = "direct", s
                 rates[workers] = r["audio_s"] / eg["wall_s"]
                 rows.append(f"- WAV ExampleGen, {label} {workers}, {clips} clips: "
                             f"{eg['wall_s']:.0f} s, {rates[workers]:.0f} audio hours per hour, peak RSS "
-                            f"{eg['peak_rss_mb']:.0f} MB")
+                            f"{eg['peak_rss_mb']:.0f} MB, the machine's cores busy {eg['cores_busy']:.2f} of "
+                            f"{os.cpu_count()}")
             rows.append(f"- {clips} clips: 2 against 1: {rates[2] / rates[1]:.2f}x")
     if len(sizes) > 1:
         small, large = min(sizes), max(sizes)
