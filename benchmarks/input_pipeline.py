@@ -38,7 +38,7 @@ import numpy as np
 import soundfile
 
 import pipeline  # noqa: F401  (TF_USE_LEGACY_KERAS before TensorFlow)
-from benchmarks.report import publish
+from benchmarks.report import folder_mb, publish
 
 RATE, CLIP_S, LABELS = 16000, 10.0, ("alarm", "speech", "machine")
 VARIANTS = ("python loop", "tf.data basic", "tf.data optimized", "read + parse")
@@ -67,9 +67,13 @@ def write_clips(base: str, clips: int, seed: int = 0) -> None:
         soundfile.write(os.path.join(base, label, f"clip{i:06d}.wav"), noisy, RATE, subtype="PCM_16")
 
 
+def direct_flags(workers: int = 0) -> list:
+    """Beam's DirectRunner in multi-processing mode with `workers` processes (0: one a core)."""
+    return ["--direct_running_mode=multi_processing", f"--direct_num_workers={workers}"]
+
+
 def overrides(base: str, out: str, backbone: str, wav2vec2: str, max_steps: int = 0, beam_workers: int = 0) -> list:
-    beam = (f'beam_args=["--direct_running_mode=multi_processing", "--direct_num_workers={beam_workers}"]'
-            if beam_workers else "beam_args=[]")
+    beam = f"beam_args={json.dumps(direct_flags(beam_workers) if beam_workers else [])}"
     settings = [f"data.input_base={base}", f"output_dir={out}", "name=bench-input", "features.clip_seconds=10",
                 "data.max_duration_s=60", f"trainer.backbone={backbone}", "trainer.objective=classify",
                 # the demo's recipe without the denoiser: no pretrained weights to start, no background mixing
@@ -204,8 +208,7 @@ def _child(variant: str, examples: str, graph: str, wavs_json: str, epochs: int,
     if variant == "tf.data optimized":
         result["cache"] = cache
         if cache == "disk":
-            result["cache_mb"] = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(cache_dir)
-                                     for f in fs) / 2 ** 20
+            result["cache_mb"] = folder_mb(cache_dir)
             shutil.rmtree(cache_dir, ignore_errors=True)
     return result
 

@@ -30,6 +30,11 @@ def _earlier(path: str) -> str:
     return entry + ("\n\n" + history.strip() if history.strip() else "")
 
 
+def folder_mb(folder: str) -> float:
+    """The size of the files under `folder`, MB."""
+    return sum(os.path.getsize(os.path.join(d, f)) for d, _, files in os.walk(folder) for f in files) / 2 ** 20
+
+
 def publish(title: str, table: str, out: Optional[str]) -> None:
     print(table)
     if not out:

@@ -32,8 +32,8 @@ import numpy as np
 import psutil
 import soundfile
 
-from benchmarks.input_pipeline import CLIP_S, RATE, clip
-from benchmarks.report import publish
+from benchmarks.input_pipeline import CLIP_S, RATE, clip, direct_flags
+from benchmarks.report import folder_mb, publish
 
 PCM16_PAIR_BYTES = 2 * (44 + int(CLIP_S * RATE) * 2)  # noisy + reference WAV files
 COMPONENTS = ("WavExampleGen", "StatisticsGen", "ExampleValidator", "Transform", "Trainer", "Evaluator", "Pusher")
@@ -56,11 +56,6 @@ def pairs(work: str, clips: int) -> str:
     if not os.path.isdir(base):
         write_pairs(base, clips)
     return base
-
-
-def direct_flags(workers: int = 0) -> list:
-    """Beam's DirectRunner in multi-processing mode with `workers` processes (0: one a core)."""
-    return ["--direct_running_mode=multi_processing", f"--direct_num_workers={workers}"]
 
 
 def settings(base: str, out: str, name: str, epochs: int, beam_flags: list) -> list:
@@ -115,9 +110,8 @@ def run(verb: str, overrides: list) -> dict:
         cores = ((window[-1][2] - window[0][2]) / (window[-1][0] - window[0][0])
                  if len(window) > 1 and window[-1][0] > window[0][0] else float("nan"))
         folder = os.path.join(config.pipeline_root, node)
-        disk = sum(os.path.getsize(os.path.join(d, f)) for d, _, files in os.walk(folder) for f in files)
         components[node] = {"wall_s": end - begin, "peak_rss_mb": max(during, default=0) / 2 ** 20,
-                            "disk_mb": disk / 2 ** 20, "cores_busy": cores}
+                            "disk_mb": folder_mb(folder), "cores_busy": cores}
     examples = result.artifacts["WavExampleGen"]["examples"][0]
     return {"wall_s": wall, "peak_rss_mb": max((rss for _, rss, _ in samples), default=0) / 2 ** 20,
             "components": components, "examples": examples.custom_properties["num_examples"].int_value,
