@@ -72,15 +72,19 @@ def direct_flags(workers: int = 0) -> list:
     return ["--direct_running_mode=multi_processing", f"--direct_num_workers={workers}"]
 
 
+# The demo's recipe without the denoiser: no pretrained weights to start, no background mixing (its noise
+# folder is the demo's data), no SI-SNR gate.
+CLASSIFIER_ONLY = ["trainer.objective=classify", "trainer.denoiser.enabled=false", 'trainer.denoiser.warm_start=""',
+                   "trainer.background.probability=0", "evaluator.min_si_snr_improvement_db=null"]
+
+
 def overrides(base: str, out: str, backbone: str, wav2vec2: str, max_steps: int = 0, beam_workers: int = 0) -> list:
     beam = f"beam_args={json.dumps(direct_flags(beam_workers) if beam_workers else [])}"
     settings = [f"data.input_base={base}", f"output_dir={out}", "name=bench-input", "features.clip_seconds=10",
-                "data.max_duration_s=60", f"trainer.backbone={backbone}", "trainer.objective=classify",
-                # the demo's recipe without the denoiser: no pretrained weights to start, no background mixing
-                "trainer.denoiser.enabled=false", 'trainer.denoiser.warm_start=""', "trainer.background.probability=0",
+                "data.max_duration_s=60", f"trainer.backbone={backbone}", *CLASSIFIER_ONLY,
                 "trainer.epochs=2", "trainer.log_every_steps=1",
                 f"trainer.max_steps={max_steps or 'null'}",
-                "trainer.grad_accum_steps=1", "evaluator.min_si_snr_improvement_db=null", "report.enabled=false",
+                "trainer.grad_accum_steps=1", "report.enabled=false",
                 "enable_cache=true", beam]
     if backbone == "wav2vec2":
         settings += ["trainer.batch_size=8", "trainer.learning_rate=1e-4"]

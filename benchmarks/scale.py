@@ -10,7 +10,11 @@ at parallelism 1 and 2.
 
 Data: generated 10-s noisy/clean pairs at 16 kHz in the paired layout (a modulated tone
 in noise; speed and memory do not depend on what is said), three labels, speakers by
-file name (`data.group_regex`). Each run is `tfx-audio run` (LocalDagRunner, SQLite ML
+file name (`data.group_regex`). With `--classifier-only` the whole-pipeline runs train
+the demo's classifier alone (no denoiser, so no references: noisy clips in label folders,
+as benchmarks/input_pipeline.py writes them), which keeps one epoch at 50,000 clips
+within a few hours on 2 cores. The demo's background mixing is off in every run (its
+noise folder is the demo's data). Each run is `tfx-audio run` (LocalDagRunner, SQLite ML
 Metadata, Beam's DirectRunner in multi-processing mode) on the demo config with 10-s
 windows, in a process of its own; a sampler reads the RSS of that process and all its
 children (Beam's workers) every 0.5 s, and each component's peak is the highest sum
@@ -19,9 +23,11 @@ they overstate). Disk: each component's folder under the pipeline root. The run 
 is off (it is not a pipeline component).
 """
 import argparse
+import glob
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 import tempfile
@@ -32,10 +38,10 @@ import numpy as np
 import psutil
 import soundfile
 
-from benchmarks.input_pipeline import CLIP_S, RATE, clip, direct_flags
+from benchmarks.input_pipeline import CLASSIFIER_ONLY, CLIP_S, RATE, clip, direct_flags, write_clips
 from benchmarks.report import folder_mb, publish
 
-PCM16_PAIR_BYTES = 2 * (44 + int(CLIP_S * RATE) * 2)  # noisy + reference WAV files
+PCM16_CLIP_BYTES = 44 + int(CLIP_S * RATE) * 2  # one WAV file
 COMPONENTS = ("WavExampleGen", "StatisticsGen", "ExampleValidator", "Transform", "Trainer", "Evaluator", "Pusher")
 
 
@@ -58,10 +64,20 @@ def pairs(work: str, clips: int) -> str:
     return base
 
 
-def settings(base: str, out: str, name: str, epochs: int, beam_flags: list) -> list:
-    return [f"data.input_base={base}", "data.layout=paired", "data.file_pattern=noisy/*/*.wav",
-            "data.group_regex=(spk[0-9]+)_", "data.max_duration_s=60", "features.clip_seconds=10",
+def noisy_clips(work: str, clips: int) -> str:
+    """The folder of `clips` noisy clips in label folders under `work`, written on first use."""
+    base = os.path.join(work, f"clips{clips}")
+    if not os.path.isdir(base):
+        write_clips(base, clips)
+    return base
+
+
+def settings(base: str, out: str, name: str, epochs: int, beam_flags: list, classifier_only: bool = False) -> list:
+    data = ([] if classifier_only else
+            ["data.layout=paired", "data.file_pattern=noisy/*/*.wav", "data.group_regex=(spk[0-9]+)_"])
+    return [f"data.input_base={base}", *data, "data.max_duration_s=60", "features.clip_seconds=10",
             f"output_dir={out}", f"name={name}", f"trainer.epochs={epochs}", "report.enabled=false",
+            "trainer.background.probability=0", *(CLASSIFIER_ONLY if classifier_only else []),
             "beam_args=[" + ", ".join(f'"{flag}"' for flag in beam_flags) + "]"]
 
 
@@ -85,22 +101,30 @@ def _sample(pid: int, samples: list, done: threading.Event) -> None:
 def run(verb: str, overrides: list) -> dict:
     """`tfx-audio VERB` in a process of its own, sampled; per component: wall, peak RSS, disk."""
     from components.config import load_config
+    from components.training import resume
     from pipeline import metadata, summary
 
     config = load_config("pipeline/configs/demo.yaml", overrides)
-    args = [sys.executable, "-m", "pipeline.cli", verb, "--config", "pipeline/configs/demo.yaml",
+    args = [sys.executable, "-m", "pipeline.cli", verb, "--verbose", "--config", "pipeline/configs/demo.yaml",
             *[f"--set={o}" for o in overrides]]
+    os.makedirs(config.output_dir, exist_ok=True)
+    log = os.path.join(config.output_dir, f"{verb}.log")  # TFX's, Beam's and TensorFlow's logs, kept
     samples, done = [], threading.Event()
     start = time.time()
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    sampler = threading.Thread(target=_sample, args=(proc.pid, samples, done))
-    sampler.start()
-    output = proc.communicate()[0]
+    with open(log, "w") as out:
+        proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT)
+        sampler = threading.Thread(target=_sample, args=(proc.pid, samples, done))
+        sampler.start()
+        proc.wait()
     done.set()
     sampler.join()
     wall = time.time() - start
+    chosen = None
+    with open(log, errors="replace") as lines:
+        for line in lines:
+            chosen = re.search(r"Trainer cache: ([^(]+?) \(", line) or chosen
     if proc.returncode not in (0, 4):
-        raise RuntimeError(f"tfx-audio {verb} failed ({proc.returncode}):\n{output[-4000:]}")
+        raise RuntimeError(f"tfx-audio {verb} failed ({proc.returncode}); its log: {log}")
     result = summary.latest_run(metadata.connection_config(config), config.name)
     components = {}
     for node, execution in result.executions.items():
@@ -113,12 +137,16 @@ def run(verb: str, overrides: list) -> dict:
         components[node] = {"wall_s": end - begin, "peak_rss_mb": max(during, default=0) / 2 ** 20,
                             "disk_mb": folder_mb(folder), "cores_busy": cores}
     examples = result.artifacts["WavExampleGen"]["examples"][0]
-    return {"wall_s": wall, "peak_rss_mb": max((rss for _, rss, _ in samples), default=0) / 2 ** 20,
+    caches = glob.glob(os.path.join(config.pipeline_root, "Trainer", "**", resume.CACHE_DIR), recursive=True)
+    cache = chosen.group(1) if chosen else "not logged"
+    if caches:
+        cache += f", {sum(folder_mb(c) for c in caches):.0f} MB on disk (in the Trainer's)"
+    return {"cache": cache, "wall_s": wall, "peak_rss_mb": max((rss for _, rss, _ in samples), default=0) / 2 ** 20,
             "components": components, "examples": examples.custom_properties["num_examples"].int_value,
             "audio_s": examples.custom_properties["seconds_in_examples"].double_value}
 
 
-def _size_rows(runs: dict) -> list:
+def _size_rows(runs: dict, files_per_clip: int) -> list:
     """The per-component table of the whole-pipeline runs, and the disk per clip."""
     small, large = min(runs), max(runs)
     rows = ["| component | " + " | ".join(f"{c} clips: s, peak RSS MB, disk MB" for c in runs)
@@ -142,13 +170,16 @@ def _size_rows(runs: dict) -> list:
                 + f" | {runs[large]['peak_rss_mb'] / max(runs[small]['peak_rss_mb'], 1):.2f}x | "
                   f"{at_50k(runs[small]['wall_s'], runs[large]['wall_s']):.0f} |")
     rows.append("")
+    pcm16 = files_per_clip * PCM16_CLIP_BYTES
+    what = "the pair's" if files_per_clip == 2 else "the clip's"
     for clips, r in runs.items():
         data_mb = sum(r["components"][n]["disk_mb"] for n in ("WavExampleGen", "Transform"))
         rows.append(f"- {clips} clips ({r['examples']} examples, {r['audio_s'] / 3600:.1f} h of noisy audio): "
                     f"ExampleGen + Transform disk {data_mb * 2 ** 20 / clips / 1e3:.0f} kB per clip, "
-                    f"{data_mb * 2 ** 20 / clips / PCM16_PAIR_BYTES:.2f}x the pair's PCM16 size "
-                    f"({PCM16_PAIR_BYTES / 1e3:.0f} kB); at 50,000 clips "
-                    f"{data_mb / clips * 50000 / 1024:.1f} GB.")
+                    f"{data_mb * 2 ** 20 / clips / pcm16:.2f}x {what} PCM16 size "
+                    f"({pcm16 / 1e3:.0f} kB); at 50,000 clips "
+                    f"{data_mb / clips * 50000 / 1024:.1f} GB; the Trainer's feature cache "
+                    f"{r['cache']}.")
     return rows
 
 
@@ -205,6 +236,8 @@ def main():
     parser.add_argument("--clips", type=int, nargs="*", default=[1000, 5000],
                         help="corpus sizes for the whole pipeline (none: only the Beam workers comparison)")
     parser.add_argument("--epochs", type=int, default=2)
+    parser.add_argument("--classifier-only", action="store_true",
+                        help="the whole-pipeline runs train the classifier alone, on noisy clips only")
     parser.add_argument("--workers-clips", type=int, nargs="*", default=[1000, 5000],
                         help="corpus sizes for the 1-against-2 Beam workers comparison (none: skip it)")
     parser.add_argument("--flink-clips", type=int, nargs="*", default=[],
@@ -220,18 +253,20 @@ def main():
     os.makedirs(work, exist_ok=True)
     runs = {}
     for clips in args.clips:
-        base = pairs(work, clips)
+        base = noisy_clips(work, clips) if args.classifier_only else pairs(work, clips)
         runs[clips] = run("run", settings(base, os.path.join(work, f"out{clips}"), f"scale{clips}", args.epochs,
-                                          direct_flags()))
+                                          direct_flags(), args.classifier_only))
         print(f"{clips} clips: {json.dumps(runs[clips])}", flush=True)
-    rows = _size_rows(runs) if runs else []
+    rows = _size_rows(runs, 1 if args.classifier_only else 2) if runs else []
     if args.workers_clips:
         rows += _workers_rows(work, args.workers_clips, args.epochs)
     if args.flink_clips:
         rows += _workers_rows(work, args.flink_clips, args.epochs, "flink", args.sdk_workers)
     if args.spark_clips:
         rows += _workers_rows(work, args.spark_clips, args.epochs, "spark", args.sdk_workers)
-    rows.append(f"\n{args.epochs} epochs, the demo config otherwise (logmel_cnn with the denoiser, joint objective); "
+    recipe = ("logmel_cnn alone, no denoiser, noisy clips only" if args.classifier_only
+              else "logmel_cnn with the denoiser, joint objective")
+    rows.append(f"\n{args.epochs} epochs, the demo config otherwise ({recipe}, no background mixing); "
                 f"{os.cpu_count()} cores, {platform.processor() or platform.machine()}, "
                 f"{psutil.virtual_memory().total / 2 ** 30:.0f} GiB.")
     publish("The whole pipeline at scale", "\n".join(rows), args.out)
