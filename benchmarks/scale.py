@@ -24,7 +24,6 @@ they overstate). Disk: each component's folder under the pipeline root. The run 
 is off (it is not a pipeline component).
 """
 import argparse
-import glob
 import json
 import os
 import platform
@@ -103,7 +102,6 @@ def _sample(pid: int, samples: list, done: threading.Event) -> None:
 def run(verb: str, overrides: list) -> dict:
     """`tfx-audio VERB` in a process of its own, sampled; per component: wall, peak RSS, disk."""
     from components.config import load_config
-    from components.training import resume
     from pipeline import metadata, summary
 
     config = load_config("pipeline/configs/demo.yaml", overrides)
@@ -139,10 +137,7 @@ def run(verb: str, overrides: list) -> dict:
         components[node] = {"wall_s": end - begin, "peak_rss_mb": max(during, default=0) / 2 ** 20,
                             "disk_mb": folder_mb(folder), "cores_busy": cores}
     examples = result.artifacts["WavExampleGen"]["examples"][0]
-    caches = glob.glob(os.path.join(config.pipeline_root, "Trainer", "**", resume.CACHE_DIR), recursive=True)
-    cache = chosen.group(1) if chosen else "not logged"
-    if caches:
-        cache += f", {sum(folder_mb(c) for c in caches):.0f} MB on disk (in the Trainer's)"
+    cache = chosen.group(1) if chosen else "not logged"  # a finished Trainer removes a disk cache
     return {"cache": cache, "wall_s": wall, "peak_rss_mb": max((rss for _, rss, _ in samples), default=0) / 2 ** 20,
             "components": components, "examples": examples.custom_properties["num_examples"].int_value,
             "audio_s": examples.custom_properties["seconds_in_examples"].double_value}
