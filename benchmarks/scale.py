@@ -56,19 +56,13 @@ def write_pairs(base: str, clips: int, seed: int = 0) -> None:
             soundfile.write(os.path.join(base, folder, name), audio, RATE, subtype="PCM_16")
 
 
-def pairs(work: str, clips: int) -> str:
-    """The folder of `clips` pairs under `work`, written on first use and shared by every run of that size."""
-    base = os.path.join(work, f"pairs{clips}")
+def corpus(work: str, clips: int, noisy_only: bool = False) -> str:
+    """The folder of `clips` generated clips under `work`: noisy/clean pairs (`write_pairs`), or with
+    `noisy_only` noisy clips in label folders (`write_clips`); written on first use and shared by every run
+    of that size."""
+    base = os.path.join(work, f"{'clips' if noisy_only else 'pairs'}{clips}")
     if not os.path.isdir(base):
-        write_pairs(base, clips)
-    return base
-
-
-def noisy_clips(work: str, clips: int) -> str:
-    """The folder of `clips` noisy clips in label folders under `work`, written on first use."""
-    base = os.path.join(work, f"clips{clips}")
-    if not os.path.isdir(base):
-        write_clips(base, clips)
+        (write_clips if noisy_only else write_pairs)(base, clips)
     return base
 
 
@@ -79,7 +73,7 @@ def settings(base: str, out: str, name: str, epochs: int, beam_flags: list, clas
             f"output_dir={out}", f"name={name}", f"trainer.epochs={epochs}", "report.enabled=false",
             "trainer.background.probability=0",
             *([*CLASSIFIER_ONLY, "trainer.backbone=logmel_cnn"] if classifier_only else []),
-            "beam_args=[" + ", ".join(f'"{flag}"' for flag in beam_flags) + "]"]
+            f"beam_args={json.dumps(beam_flags)}"]
 
 
 def _sample(pid: int, samples: list, done: threading.Event) -> None:
@@ -202,7 +196,7 @@ def _workers_rows(work: str, sizes: list, epochs: int, runner: str = "direct", s
             jar = job_servers.fetch(runner)
             port = stack.enter_context(job_servers.worker_pool(tempfile.mkdtemp(dir=work)))
         for clips in sizes:
-            base = pairs(work, clips)
+            base = corpus(work, clips)
             rates = {}
             for workers in (1, 2):
                 flags = direct_flags(workers) if runner == "direct" else job_servers.beam_args(
@@ -262,7 +256,7 @@ def main():
     os.makedirs(work, exist_ok=True)
     runs = {}
     for clips in args.clips:
-        base = noisy_clips(work, clips) if args.classifier_only else pairs(work, clips)
+        base = corpus(work, clips, args.classifier_only)
         runs[clips] = run("run", settings(base, os.path.join(work, f"out{clips}"), f"scale{clips}", args.epochs,
                                           direct_flags(), args.classifier_only))
         print(f"{clips} clips: {json.dumps(runs[clips])}", flush=True)
